@@ -1,0 +1,93 @@
+// Command jobscope is a Prometheus exporter for Slurm clusters: per-job
+// metrics on compute nodes, cluster metrics on the controller.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/exporter-toolkit/web"
+	"github.com/spf13/pflag"
+
+	"github.com/jobscope/jobscope/collector"
+)
+
+// Set at build time with -ldflags "-X main.version=... -X main.revision=...".
+var (
+	version  = "dev"
+	revision = "unknown"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	fs := pflag.NewFlagSet("jobscope", pflag.ContinueOnError)
+	opts := registerFlags(fs)
+	set := collector.RegisterFlags(fs, collector.Factories())
+	fs.SortFlags = false
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if opts.version {
+		fmt.Printf("jobscope %s (revision %s)\n", version, revision)
+		return 0
+	}
+	logger, err := newLogger(opts.logLevel, opts.logFormat, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	mode := collector.Mode(opts.mode)
+	if mode != collector.ModeNode && mode != collector.ModeController {
+		logger.Error("invalid --mode", "mode", opts.mode, "want", "node or controller")
+		return 2
+	}
+	if opts.webConfig != "" {
+		if err := web.Validate(opts.webConfig); err != nil {
+			logger.Error("invalid --web.config.file", "file", opts.webConfig, "err", err)
+			return 2
+		}
+	}
+
+	exp, err := buildExporter(opts, set, mode, logger)
+	if err != nil {
+		logger.Error("cannot start", "err", err)
+		return 1
+	}
+	srv := &http.Server{Handler: newMux(exp, opts, logger), ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() {
+		listen := []string{opts.listen}
+		errc <- web.ListenAndServe(srv, &web.FlagConfig{WebListenAddresses: &listen, WebSystemdSocket: &opts.systemdSocket, WebConfigFile: &opts.webConfig}, logger)
+	}()
+	logger.Info("jobscope started", "version", version, "mode", mode, "collectors", exp.Names(), "listen", opts.listen)
+	select {
+	case err := <-errc:
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("HTTP server failed", "err", err)
+			return 1
+		}
+	case <-ctx.Done():
+		logger.Info("shutting down")
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			logger.Warn("shutdown", "err", err)
+		}
+	}
+	exp.Close()
+	return 0
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/discovery"
+)
+
+func buildExporter(o *options, set *collector.Set, mode collector.Mode, logger *slog.Logger) (*collector.Exporter, error) {
+	names := set.Enabled(mode)
+	env := &collector.Env{CgroupFS: o.cgroupfs, ProcFS: o.procfs, SysFS: o.sysfs, Logger: logger, Shared: collector.NewShared()}
+	problems := collector.NewProblems(logger)
+	if set.NeedsJobs(names) {
+		layout, err := discovery.DetectLayout(o.cgroupfs, o.procfs)
+		if err != nil {
+			// Without cgroups no job is found; the exporter still serves its
+			// self metrics and any collector that does not need jobs.
+			logger.Error("no cgroup hierarchy found: no jobs will be reported", "err", err)
+		} else {
+			logger.Info("cgroup layout", "layout", layout.String())
+		}
+		cfg := discovery.Config{Layout: layout, ProcFS: o.procfs, PropsDir: o.propsDir}
+		if o.scontrolFallback {
+			cfg.Scontrol = scontrolFallback(o.scontrolTimeout)
+		}
+		env.Discoverer = discovery.New(cfg)
+	}
+	built := set.Build(env, names, func(name string, err error) {
+		logger.Warn("collector unavailable: its success metric stays 0", "collector", name, "err", err)
+	})
+	info := collector.BuildInfo{Version: version, Revision: revision, GoVersion: runtime.Version()}
+	return collector.NewExporter(built, env.Discoverer, problems, logger, info), nil
+}
+
+func newMux(exp *collector.Exporter, o *options, logger *slog.Logger) *http.ServeMux {
+	self := prometheus.NewRegistry()
+	self.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.HandleFunc(o.metricsPath, func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), scrapeTimeout(r, o.scrapeTimeout))
+		defer cancel()
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(exp.Bind(ctx))
+		promhttp.HandlerFor(prometheus.Gatherers{reg, self}, promhttp.HandlerOpts{
+			ErrorHandling: promhttp.ContinueOnError,
+			ErrorLog:      slog.NewLogLogger(logger.Handler(), slog.LevelError),
+		}).ServeHTTP(w, r)
+	})
+	if o.metricsPath != "/" {
+		mux.HandleFunc("/", landing(exp, o))
+	}
+	return mux
+}
+
+// scrapeTimeout leaves Prometheus half a second to receive the answer.
+func scrapeTimeout(r *http.Request, max time.Duration) time.Duration {
+	if v := r.Header.Get("X-Prometheus-Scrape-Timeout-Seconds"); v != "" {
+		if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
+			d := time.Duration(s*float64(time.Second)) - 500*time.Millisecond
+			if d > 100*time.Millisecond && d < max {
+				return d
+			}
+		}
+	}
+	return max
+}
+
+var landingTmpl = template.Must(template.New("landing").Parse(`<!doctype html>
+<html><head><title>jobscope</title></head><body>
+<h1>jobscope {{.Version}}</h1>
+<p>Prometheus exporter for Slurm jobs and clusters ({{.Mode}} mode).</p>
+<p><a href="{{.Path}}">Metrics</a></p>
+<p>Collectors: {{range .Collectors}}<code>{{.}}</code> {{end}}</p>
+</body></html>
+`))
+
+func landing(exp *collector.Exporter, o *options) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_ = landingTmpl.Execute(w, map[string]any{"Version": version, "Mode": o.mode, "Path": o.metricsPath, "Collectors": exp.Names()})
+	}
+}

@@ -1,0 +1,97 @@
+package collector
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+)
+
+// Set is the collectors' flags, bound to one FlagSet, ready to build the
+// enabled collectors once flags are parsed.
+type Set struct {
+	factories []Factory
+	enabled   map[string]*bool
+	builders  map[string]func(env *Env) (Collector, error)
+	fs        *pflag.FlagSet
+}
+
+// RegisterFlags adds --collector.<name> and each collector's own flags.
+// Defaults shown are node mode's; in controller mode a collector whose flag
+// was not given follows that mode's default.
+func RegisterFlags(fs *pflag.FlagSet, factories []Factory) *Set {
+	s := &Set{factories: factories, enabled: map[string]*bool{}, builders: map[string]func(*Env) (Collector, error){}, fs: fs}
+	for _, f := range factories {
+		modes := ""
+		for i, m := range f.DefaultIn {
+			if i > 0 {
+				modes += ", "
+			}
+			modes += string(m)
+		}
+		if modes == "" {
+			modes = "none"
+		}
+		s.enabled[f.Name] = fs.Bool("collector."+f.Name, f.DefaultOn(ModeNode),
+			fmt.Sprintf("%s (default on in: %s mode).", f.Help, modes))
+		if f.Flags != nil {
+			s.builders[f.Name] = f.Flags(fs)
+		}
+	}
+	return s
+}
+
+// Enabled returns the names of the collectors on in mode m.
+func (s *Set) Enabled(m Mode) []string {
+	var names []string
+	for _, f := range s.factories {
+		on := f.DefaultOn(m)
+		if fl := s.fs.Lookup("collector." + f.Name); fl != nil && fl.Changed {
+			on = *s.enabled[f.Name]
+		}
+		if on {
+			names = append(names, f.Name)
+		}
+	}
+	return names
+}
+
+// NeedsJobs reports whether any of the named collectors uses job discovery.
+func (s *Set) NeedsJobs(names []string) bool {
+	for _, f := range s.factories {
+		for _, n := range names {
+			if f.Name == n && f.NeedsJobs {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Build constructs the named collectors. A collector that cannot be built
+// (no privileges, no hardware) is reported once and kept as a collector that
+// fails every scrape, so its success metric says 0 while the others run.
+func (s *Set) Build(env *Env, names []string, report func(name string, err error)) map[string]Collector {
+	out := map[string]Collector{}
+	for _, n := range names {
+		b := s.builders[n]
+		if b == nil {
+			report(n, fmt.Errorf("collector %q has no constructor", n))
+			continue
+		}
+		c, err := b(env)
+		if err != nil {
+			report(n, err)
+			c = unavailable{err}
+		}
+		out[n] = c
+	}
+	return out
+}
+
+// unavailable stands in for a collector whose constructor failed.
+type unavailable struct{ err error }
+
+func (u unavailable) Collect(*Scrape, chan<- prometheus.Metric) error {
+	return fmt.Errorf("%w: %v", ErrUnavailable, u.err)
+}

@@ -1,0 +1,128 @@
+package collector
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jobscope/jobscope/collector/cgroupfs"
+)
+
+// memStatV1 maps v1's hierarchical memory.stat keys to the v2 names used
+// in labels (plain keys are 0 at the job level: tasks live in step dirs).
+var memStatV1 = map[string]string{
+	"total_rss": "anon", "total_cache": "file", "total_shmem": "shmem", "total_mapped_file": "file_mapped",
+	"total_dirty": "file_dirty", "total_writeback": "file_writeback", "total_rss_huge": "anon_thp",
+	"total_active_anon": "active_anon", "total_inactive_anon": "inactive_anon",
+	"total_active_file": "active_file", "total_inactive_file": "inactive_file", "total_unevictable": "unevictable",
+}
+
+// userHZ is the unit of cpuacct.stat; Linux reports it as 100 on every
+// architecture Slurm runs on.
+const userHZ = 100
+
+// v1 reads the job-level directory of each v1 controller that has the job.
+func (jr *jobReader) v1(perCore bool) {
+	mem := jr.job.V1["memory"]
+	if mem != "" {
+		jr.uintFile(mem, "memory.usage_in_bytes", jr.d.memUsage, prometheus.GaugeValue, 1)
+		jr.uintFile(mem, "memory.max_usage_in_bytes", jr.d.memPeak, prometheus.GaugeValue, 1)
+		limit, limited := jr.limitFile(mem, "memory.limit_in_bytes", jr.d.memLimit)
+		jr.flat(mem, "memory.stat", func(k string, v uint64) {
+			if name, ok := memStatV1[k]; ok {
+				jr.emit(jr.d.memStat, prometheus.GaugeValue, float64(v), name)
+			} else if k == "total_swap" {
+				jr.emit(jr.d.swapUsage, prometheus.GaugeValue, float64(v))
+			}
+		})
+		if memsw, ok := jr.limitFile(mem, "memory.memsw.limit_in_bytes", nil); ok && limited &&
+			memsw != cgroupfs.Unlimited && limit != cgroupfs.Unlimited && memsw >= limit {
+			jr.emit(jr.d.swapLimit, prometheus.GaugeValue, float64(memsw-limit))
+		}
+		jr.flat(mem, "memory.oom_control", func(k string, v uint64) {
+			if k == "oom_kill" {
+				jr.emit(jr.d.memEvents, prometheus.CounterValue, float64(v), "oom_kill")
+			}
+		})
+		jr.uintFile(mem, "memory.failcnt", jr.d.memEvents, prometheus.CounterValue, 1, "max")
+	}
+	var cpus []int
+	if cs := jr.job.V1["cpuset"]; cs != "" {
+		cpus = jr.cpuset(cs, "cpuset.cpus")
+	}
+	if acct := jr.job.V1["cpuacct"]; acct != "" {
+		jr.uintFile(acct, "cpuacct.usage", jr.d.cpuUsage, prometheus.CounterValue, 1e9)
+		jr.flat(acct, "cpuacct.stat", func(k string, v uint64) {
+			if k == "user" || k == "system" {
+				jr.emit(jr.d.cpuMode, prometheus.CounterValue, float64(v)/userHZ, k)
+			}
+		})
+		if perCore {
+			jr.perCore(acct, cpus)
+		}
+	}
+	if cpu := jr.job.V1["cpu"]; cpu != "" {
+		jr.flat(cpu, "cpu.stat", func(k string, v uint64) {
+			switch k {
+			case "nr_periods":
+				jr.emit(jr.d.cpuPeriods, prometheus.CounterValue, float64(v))
+			case "nr_throttled":
+				jr.emit(jr.d.cpuThrottled, prometheus.CounterValue, float64(v))
+			case "throttled_time":
+				jr.emit(jr.d.cpuThrottledTime, prometheus.CounterValue, float64(v)/1e9)
+			}
+		})
+	}
+	if blk := jr.job.V1["blkio"]; blk != "" {
+		jr.blkio(blk, "blkio.throttle.io_service_bytes_recursive", jr.d.ioBytes)
+		jr.blkio(blk, "blkio.throttle.io_serviced_recursive", jr.d.ioOps)
+	}
+	if p := jr.job.V1["pids"]; p != "" {
+		jr.uintFile(p, "pids.current", jr.d.pids, prometheus.GaugeValue, 1)
+		jr.limitFile(p, "pids.max", jr.d.pidsLimit)
+	}
+}
+
+// perCore emits cpuacct.usage_percpu for the job's allocated cores only
+// (all cores with usage when the cpuset is unknown), keeping cardinality to
+// what the job was given.
+func (jr *jobReader) perCore(dir string, cpus []int) {
+	b := jr.read(dir, "cpuacct.usage_percpu")
+	if b == nil {
+		return
+	}
+	vals, err := cgroupfs.ParseUintList(b)
+	if err != nil {
+		jr.malformed(dir, "cpuacct.usage_percpu", err)
+		return
+	}
+	if cpus == nil {
+		for c, v := range vals {
+			if v > 0 {
+				cpus = append(cpus, c)
+			}
+		}
+	}
+	for _, c := range cpus {
+		if c < len(vals) {
+			jr.emit(jr.d.cpuCore, prometheus.CounterValue, float64(vals[c])/1e9, strconv.Itoa(c))
+		}
+	}
+}
+
+func (jr *jobReader) blkio(dir, name string, desc *prometheus.Desc) {
+	b := jr.read(dir, name)
+	if b == nil {
+		return
+	}
+	devs, err := cgroupfs.ParseBlkio(b)
+	if err != nil {
+		jr.malformed(dir, name, err)
+	}
+	for _, dev := range sortedKeys(devs) {
+		rw := devs[dev]
+		n := jr.devices.name(dev)
+		jr.emit(desc, prometheus.CounterValue, float64(rw[0]), n, "read")
+		jr.emit(desc, prometheus.CounterValue, float64(rw[1]), n, "write")
+	}
+}

@@ -1,0 +1,101 @@
+// Package collector holds the collector framework (named collectors, one
+// discovery snapshot per scrape, concurrent collection under a deadline)
+// and the collectors themselves, one file each.
+package collector
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+
+	"github.com/jobscope/jobscope/collector/discovery"
+)
+
+// Collector emits const metrics for one scrape.
+type Collector interface {
+	// Collect sends metrics to ch. An error marks the collector failed for
+	// this scrape (success 0); what it sent before still counts.
+	Collect(s *Scrape, ch chan<- prometheus.Metric) error
+}
+
+// ErrNoData says the collector has nothing to read on this node (no GPU, no
+// RAPL, ...). It is logged once and reported as success 0.
+var ErrNoData = errors.New("no data on this node")
+
+// ErrUnavailable marks a collector that could not start (its cause was logged
+// at start-up); each scrape reports it as success 0 without a new log line.
+var ErrUnavailable = errors.New("collector unavailable")
+
+// Env is what every collector may use: paths, logger, the discoverer and
+// objects shared between collectors (such as the Slurm command cache).
+type Env struct {
+	CgroupFS string // "" means detected from mountinfo
+	ProcFS   string
+	SysFS    string
+	Logger   *slog.Logger
+	// Discoverer is nil in controller mode when no node collector runs.
+	Discoverer *discovery.Discoverer
+	// Shared holds lazily built objects shared between collectors.
+	Shared *Shared
+}
+
+// Mode is the role of the exporter: a compute node or the controller.
+type Mode string
+
+const (
+	ModeNode       Mode = "node"
+	ModeController Mode = "controller"
+)
+
+// Factory describes a collector and how to build it.
+type Factory struct {
+	Name string
+	Help string
+	// DefaultIn lists the modes in which the collector is on by default.
+	DefaultIn []Mode
+	// Flags registers the collector's own options on fs and returns its
+	// constructor, which reads those options. It may be nil.
+	Flags func(fs *pflag.FlagSet) func(env *Env) (Collector, error)
+	// NeedsJobs says whether the collector uses job discovery.
+	NeedsJobs bool
+}
+
+// DefaultOn reports whether the collector is on by default in mode m.
+func (f Factory) DefaultOn(m Mode) bool {
+	for _, d := range f.DefaultIn {
+		if d == m {
+			return true
+		}
+	}
+	return false
+}
+
+// Scrape is one scrape as one collector sees it.
+type Scrape struct {
+	ctx      context.Context
+	jobs     func() []*discovery.Job
+	name     string
+	problems *Problems
+}
+
+// NewScrape builds a Scrape; tests use it to run one collector alone.
+func NewScrape(ctx context.Context, name string, jobs func() []*discovery.Job, p *Problems) *Scrape {
+	if jobs == nil {
+		jobs = func() []*discovery.Job { return nil }
+	}
+	return &Scrape{ctx: ctx, jobs: jobs, name: name, problems: p}
+}
+
+// Context carries the scrape deadline.
+func (s *Scrape) Context() context.Context { return s.ctx }
+
+// Jobs returns this scrape's discovered jobs (discovery runs once per scrape,
+// on first use).
+func (s *Scrape) Jobs() []*discovery.Job { return s.jobs() }
+
+// Problem reports bad input: the first time per cause it is logged, each
+// time it is counted in jobscope_collector_errors_total.
+func (s *Scrape) Problem(cause string, err error) { s.problems.Report(s.name, cause, err) }

@@ -1,0 +1,130 @@
+// Package testutil holds test helpers shared by jobscope's packages:
+// golden /metrics files and promtool checks.
+package testutil
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+)
+
+// Update rewrites golden files instead of comparing: go test ./... -update
+var Update = flag.Bool("update", false, "rewrite golden files")
+
+// Volatile metric families whose values change between runs; goldens
+// keep their series with the value set to 0.
+var Volatile = map[string]bool{
+	"jobscope_scrape_collector_duration_seconds": true,
+}
+
+// Exposition gathers g and renders the text format, zeroing volatile values.
+func Exposition(t testing.TB, g prometheus.Gatherer) []byte {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if Volatile[mf.GetName()] {
+			for _, m := range mf.Metric {
+				zero(m)
+			}
+		}
+		if err := enc.Encode(mf); err != nil {
+			t.Fatalf("encode: %v", err)
+		}
+	}
+	return buf.Bytes()
+}
+
+func zero(m *dto.Metric) {
+	z := 0.0
+	if m.Gauge != nil {
+		m.Gauge.Value = &z
+	}
+	if m.Counter != nil {
+		m.Counter.Value = &z
+	}
+}
+
+// Golden compares got with testdata file path (rewriting it with -update)
+// and runs promtool's linter on it.
+func Golden(t testing.TB, path string, got []byte) {
+	t.Helper()
+	if *Update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden (run with -update to create): %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (run with -update and review the diff):\n%s", path, diff(string(want), string(got)))
+	}
+	Promtool(t, got)
+}
+
+// Promtool runs `promtool check metrics` on an exposition and fails on any
+// output. Without promtool the check is skipped with a log line (make test
+// installs it).
+func Promtool(t testing.TB, exposition []byte) {
+	t.Helper()
+	path, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("JOBSCOPE_REQUIRE_PROMTOOL") != "" {
+			t.Fatal("promtool not found and JOBSCOPE_REQUIRE_PROMTOOL is set")
+		}
+		t.Log("promtool not installed: skipping `promtool check metrics` (apt-get install prometheus)")
+		return
+	}
+	cmd := exec.Command(path, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(exposition)
+	out, err := cmd.CombinedOutput()
+	if err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+// diff prints the lines only in want (-) and only in got (+).
+func diff(want, got string) string {
+	w := strings.Split(want, "\n")
+	g := strings.Split(got, "\n")
+	inW := map[string]int{}
+	for _, l := range w {
+		inW[l]++
+	}
+	inG := map[string]int{}
+	for _, l := range g {
+		inG[l]++
+	}
+	var b strings.Builder
+	n := 0
+	for _, l := range w {
+		if inG[l] == 0 && n < 40 {
+			b.WriteString("- " + l + "\n")
+			n++
+		}
+	}
+	for _, l := range g {
+		if inW[l] == 0 && n < 80 {
+			b.WriteString("+ " + l + "\n")
+			n++
+		}
+	}
+	return b.String()
+}
