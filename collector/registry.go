@@ -1,0 +1,9 @@
+package collector
+
+// Factories lists every collector jobscope has, in the order --help shows
+// them. A collector joins by adding its factory function here.
+func Factories() []Factory {
+	return []Factory{
+		CgroupFactory(),
+	}
+}
