@@ -19,6 +19,7 @@ func CgroupFactory() Factory {
 		Help:      "Per-job memory, CPU, throttling, pressure, block IO and pids from cgroupfs",
 		DefaultIn: []Mode{ModeNode},
 		NeedsJobs: true,
+		Descs:     func() []*prometheus.Desc { return DescsOf(newCgroupDescs()) },
 		Flags: func(fs *pflag.FlagSet) func(env *Env) (Collector, error) {
 			workers := fs.Int("collector.cgroup.workers", 0, "Jobs read in parallel by the cgroup collector (0: number of CPUs, at most 4).")
 			return func(env *Env) (Collector, error) {

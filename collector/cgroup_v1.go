@@ -17,9 +17,9 @@ var memStatV1 = map[string]string{
 	"total_active_file": "active_file", "total_inactive_file": "inactive_file", "total_unevictable": "unevictable",
 }
 
-// userHZ is the unit of cpuacct.stat; Linux reports it as 100 on every
+// cpuacctHZ is the unit of cpuacct.stat; Linux reports it as 100 on every
 // architecture Slurm runs on.
-const userHZ = 100
+const cpuacctHZ = 100
 
 // v1 reads the job-level directory of each v1 controller that has the job.
 func (jr *jobReader) v1(perCore bool) {
@@ -54,7 +54,7 @@ func (jr *jobReader) v1(perCore bool) {
 		jr.uintFile(acct, "cpuacct.usage", jr.d.cpuUsage, prometheus.CounterValue, 1e9)
 		jr.flat(acct, "cpuacct.stat", func(k string, v uint64) {
 			if k == "user" || k == "system" {
-				jr.emit(jr.d.cpuMode, prometheus.CounterValue, float64(v)/userHZ, k)
+				jr.emit(jr.d.cpuMode, prometheus.CounterValue, float64(v)/cpuacctHZ, k)
 			}
 		})
 		if perCore {

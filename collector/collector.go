@@ -61,6 +61,8 @@ type Factory struct {
 	Flags func(fs *pflag.FlagSet) func(env *Env) (Collector, error)
 	// NeedsJobs says whether the collector uses job discovery.
 	NeedsJobs bool
+	// Descs lists the metrics the collector can emit, for docs/metrics.md.
+	Descs func() []*prometheus.Desc
 }
 
 // DefaultOn reports whether the collector is on by default in mode m.

@@ -1,0 +1,63 @@
+# jobscope — build, try and test.
+#   make demo   build and run jobscope on a bundled demo node (no Slurm needed)
+#   make test   unit, golden, fuzz-seed and privileged tests (root runs the privileged ones)
+#   make e2e    real Slurm + real Prometheus end-to-end test (root; installs what it needs)
+#   make bench  scrape benchmarks on generated 128/512-job trees
+
+GO        ?= go
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.revision=$(REVISION)
+DEMO_ADDR ?= 127.0.0.1:10817
+BIN       := bin/jobscope
+
+.PHONY: all build build-static demo test test-deps e2e bench bench-bpf generate docs fmt vet clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/jobscope
+
+# A static binary without cgo (and so without GPU support).
+build-static:
+	CGO_ENABLED=0 $(GO) build -tags nogpu -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)-static ./cmd/jobscope
+
+demo: build
+	@echo "jobscope demo node: open http://$(DEMO_ADDR)/metrics (Ctrl-C to stop)"
+	$(BIN) $(DEMO_FLAGS)
+
+DEMO_FLAGS = --web.listen-address=$(DEMO_ADDR) \
+	--path.cgroupfs=testdata/demo/cgroup --path.procfs=testdata/demo/proc --path.sysfs=testdata/demo/sys \
+	--slurm.job-props-dir=testdata/demo/props --slurm.scontrol-fallback=false
+
+# Test tools: promtool (Debian's prometheus package) checks every golden.
+test-deps:
+	@command -v promtool >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+
+test: test-deps
+	JOBSCOPE_REQUIRE_PROMTOOL=1 $(GO) test -count=1 ./...
+	CGO_ENABLED=0 $(GO) build -tags nogpu -o /dev/null ./...
+	$(GO) vet ./...
+
+e2e: build
+	sudo -n true 2>/dev/null || [ "$$(id -u)" = 0 ]
+	bash test/e2e/run.sh
+
+bench:
+	$(GO) test -run '^$$' -bench 'Scrape' -benchmem -count 6 ./collector/ | tee bench.out
+	$(GO) run ./internal/benchrss -jobs 128,512
+
+generate:
+	$(GO) generate ./...
+
+docs:
+	$(GO) test ./collector/ -run TestMetricsDoc -update
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+vet:
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin bench.out
