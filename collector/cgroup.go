@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"os"
 	"runtime"
 	"sync"
 
@@ -33,6 +34,8 @@ func CgroupFactory() Factory {
 type CgroupOptions struct {
 	Workers int
 	SysFS   string // for block device names
+	// Open replaces os.Open for cgroup files (tests fake permission errors).
+	Open func(string) (*os.File, error)
 	// PerCoreFromEBPF, when it returns true, leaves slurm_job_cpu_core_seconds_total
 	// to the ebpf collector so one node has one source for it.
 	PerCoreFromEBPF func() bool
@@ -70,7 +73,12 @@ func NewCgroupCollector(opts CgroupOptions) Collector {
 		opts.SysFS = "/sys"
 	}
 	c := &cgroupCollector{opts: opts, d: newCgroupDescs(), devices: newDeviceNames(opts.SysFS)}
-	c.readers.New = func() any { return cgroupfs.NewReader() }
+	c.readers.New = func() any {
+		if opts.Open != nil {
+			return cgroupfs.NewReaderWithOpen(opts.Open)
+		}
+		return cgroupfs.NewReader()
+	}
 	return c
 }
 

@@ -19,14 +19,26 @@ const maxFile = 256 << 10
 
 // Reader reads small interface files into a reused buffer.
 // It is not safe for concurrent use: give each worker its own.
-type Reader struct{ buf []byte }
+type Reader struct {
+	buf []byte
+	// open is os.Open; tests replace it to fake errors root cannot get
+	// (permission denied).
+	open func(string) (*os.File, error)
+}
 
 // NewReader returns a Reader with a small initial buffer.
-func NewReader() *Reader { return &Reader{buf: make([]byte, 8<<10)} }
+func NewReader() *Reader { return &Reader{buf: make([]byte, 8<<10), open: os.Open} }
+
+// NewReaderWithOpen is NewReader with a replacement for os.Open (tests).
+func NewReaderWithOpen(open func(string) (*os.File, error)) *Reader {
+	r := NewReader()
+	r.open = open
+	return r
+}
 
 // Read returns the content of path. The slice is valid until the next Read.
 func (r *Reader) Read(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := r.open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,131 @@
+// Command benchrss measures the real binary: it generates cgroup v2 trees
+// of N jobs, runs bin/jobscope on each, scrapes it repeatedly over HTTP and
+// prints the median and p90 scrape time, the exposition size and the
+// process's resident memory (VmRSS, VmHWM).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jobscope/jobscope/internal/fixturegen"
+)
+
+func main() {
+	jobs := flag.String("jobs", "128,512", "comma-separated job counts")
+	bin := flag.String("bin", "bin/jobscope", "jobscope binary")
+	scrapes := flag.Int("scrapes", 30, "scrapes per tree")
+	flag.Parse()
+	fmt.Printf("%-6s %12s %12s %12s %10s %10s\n", "jobs", "median_ms", "p90_ms", "bytes", "rss_MiB", "hwm_MiB")
+	for _, s := range strings.Split(*jobs, ",") {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			fail(err)
+		}
+		if err := measure(*bin, n, *scrapes); err != nil {
+			fail(err)
+		}
+	}
+}
+
+func measure(bin string, n, scrapes int) error {
+	dir, err := os.MkdirTemp("", "jobscope-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	root := filepath.Join(dir, "cgroup")
+	if err := fixturegen.V2Node(root, n); err != nil {
+		return err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, "--web.listen-address="+addr, "--path.cgroupfs="+root, "--path.procfs="+dir,
+		"--slurm.scontrol-fallback=false", "--log.level=error", "--collector.process=false")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
+	url := "http://" + addr + "/metrics"
+	var size int
+	for i := 0; i < 100; i++ { // wait for the listener, bounded
+		if size, err = scrape(url); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		return err
+	}
+	var ds []time.Duration
+	for range scrapes {
+		start := time.Now()
+		if size, err = scrape(url); err != nil {
+			return err
+		}
+		ds = append(ds, time.Since(start))
+	}
+	sort.Slice(ds, func(a, b int) bool { return ds[a] < ds[b] })
+	rss, hwm := memory(cmd.Process.Pid)
+	fmt.Printf("%-6d %12.2f %12.2f %12d %10.1f %10.1f\n", n, ms(ds[len(ds)/2]), ms(ds[len(ds)*9/10]), size, rss, hwm)
+	return nil
+}
+
+func scrape(url string) (int, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return 0, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return len(b), err
+}
+
+func memory(pid int) (rss, hwm float64) {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 2 {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			switch f[0] {
+			case "VmRSS:":
+				rss = kb / 1024
+			case "VmHWM:":
+				hwm = kb / 1024
+			}
+		}
+	}
+	return
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "benchrss:", err)
+	os.Exit(1)
+}
