@@ -1,0 +1,117 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/jobscope/jobscope/collector"
+)
+
+func demoOptions(t *testing.T) (*options, *collector.Set, *pflag.FlagSet) {
+	t.Helper()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o := registerFlags(fs)
+	set := collector.RegisterFlags(fs, collector.Factories())
+	root := filepath.Join("..", "..", "testdata", "demo")
+	err := fs.Parse([]string{
+		"--path.cgroupfs=" + filepath.Join(root, "cgroup"), "--path.procfs=" + filepath.Join(root, "proc"),
+		"--path.sysfs=" + filepath.Join(root, "sys"), "--slurm.job-props-dir=" + filepath.Join(root, "props"),
+		"--slurm.scontrol-fallback=false",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, set, fs
+}
+
+// The demo node serves job series at /metrics and a landing page at /.
+func TestServeDemo(t *testing.T) {
+	o, set, _ := demoOptions(t)
+	logger, _ := newLogger("error", "json", io.Discard)
+	exp, err := buildExporter(o, set, collector.ModeNode, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(newMux(exp, o, logger))
+	defer srv.Close()
+	body := get(t, srv.URL+"/metrics")
+	for _, want := range []string{`slurm_job_info{account="physics"`, `jobscope_scrape_collector_success{collector="cgroup"} 1`, "go_goroutines"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if !strings.Contains(get(t, srv.URL+"/"), "jobscope") {
+		t.Error("landing page")
+	}
+	resp, err := http.Get(srv.URL + "/nope")
+	if err != nil || resp.StatusCode != 404 {
+		t.Errorf("unknown path: %v %v", resp, err)
+	}
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%s: %d %s", url, resp.StatusCode, b)
+	}
+	return string(b)
+}
+
+func TestBadFlagsExit(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "web.yml")
+	_ = os.WriteFile(bad, []byte("tls_server_config:\n  cert_file: /nonexistent\n"), 0o644)
+	for _, args := range [][]string{
+		{"--no-such-flag"}, {"--mode=both"}, {"--log.level=loud"}, {"--web.config.file=" + bad},
+	} {
+		if code := run(args); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+	if code := run([]string{"--version"}); code != 0 {
+		t.Errorf("--version exit %d", code)
+	}
+}
+
+// Controller mode turns node collectors off unless asked for.
+func TestModeDefaults(t *testing.T) {
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	set := collector.RegisterFlags(fs, collector.Factories())
+	_ = fs.Parse(nil)
+	if !contains(set.Enabled(collector.ModeNode), "cgroup") || contains(set.Enabled(collector.ModeController), "cgroup") {
+		t.Error("cgroup collector defaults")
+	}
+	fs = pflag.NewFlagSet("t", pflag.ContinueOnError)
+	set = collector.RegisterFlags(fs, collector.Factories())
+	_ = fs.Parse([]string{"--collector.cgroup"})
+	if !contains(set.Enabled(collector.ModeController), "cgroup") {
+		t.Error("--collector.cgroup must override the controller default")
+	}
+	fs = pflag.NewFlagSet("t", pflag.ContinueOnError)
+	set = collector.RegisterFlags(fs, collector.Factories())
+	_ = fs.Parse([]string{"--collector.cgroup=false"})
+	if contains(set.Enabled(collector.ModeNode), "cgroup") {
+		t.Error("--collector.cgroup=false must turn it off")
+	}
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
