@@ -1,0 +1,69 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jobscope/jobscope/internal/testutil"
+)
+
+type funcCollector func(s *Scrape, ch chan<- prometheus.Metric) error
+
+func (f funcCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error { return f(s, ch) }
+
+var testDesc = prometheus.NewDesc("jobscope_test_value", "Test value.", nil, nil)
+
+// A hung collector costs only its own success; a panicking one too; the
+// scrape answers within its deadline.
+func TestExporterDeadlineAndPanic(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	cs := map[string]Collector{
+		"good": funcCollector(func(s *Scrape, ch chan<- prometheus.Metric) error {
+			ch <- prometheus.MustNewConstMetric(testDesc, prometheus.GaugeValue, 1)
+			return nil
+		}),
+		"hung": funcCollector(func(s *Scrape, ch chan<- prometheus.Metric) error {
+			<-release // ignores its context, the worst case
+			return nil
+		}),
+		"panics": funcCollector(func(s *Scrape, ch chan<- prometheus.Metric) error { panic("boom") }),
+		"nodata":  funcCollector(func(s *Scrape, ch chan<- prometheus.Metric) error { return ErrNoData }),
+		"fails": funcCollector(func(s *Scrape, ch chan<- prometheus.Metric) error {
+			return errors.New("broken")
+		}),
+	}
+	problems := NewProblems(nil)
+	exp := NewExporter(cs, nil, problems, nil, BuildInfo{})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(exp.Bind(ctx))
+	done := make(chan string, 1)
+	go func() { done <- string(testutil.Exposition(t, reg)) }()
+	var out string
+	select {
+	case out = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("scrape did not return after its deadline")
+	}
+	for _, want := range []string{
+		"jobscope_test_value 1",
+		`jobscope_scrape_collector_success{collector="good"} 1`,
+		`jobscope_scrape_collector_success{collector="hung"} 0`,
+		`jobscope_scrape_collector_success{collector="panics"} 0`,
+		`jobscope_scrape_collector_success{collector="nodata"} 0`,
+		`jobscope_scrape_collector_success{collector="fails"} 0`,
+		`jobscope_collector_errors_total{cause="timeout",collector="hung"} 1`,
+		`jobscope_collector_errors_total{cause="panic",collector="panics"} 1`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %s in\n%s", want, out)
+		}
+	}
+}
