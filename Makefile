@@ -28,7 +28,8 @@ demo: build
 
 DEMO_FLAGS = --web.listen-address=$(DEMO_ADDR) \
 	--path.cgroupfs=testdata/demo/cgroup --path.procfs=testdata/demo/proc --path.sysfs=testdata/demo/sys \
-	--slurm.job-props-dir=testdata/demo/props --slurm.scontrol-fallback=false
+	--slurm.job-props-dir=testdata/demo/props --slurm.scontrol-fallback=false \
+	--power.ipmi-command="cat testdata/power/ipmi/good.txt" --power.emissions.country=FR
 
 # Test tools: promtool (Debian's prometheus package) checks every golden.
 test-deps:

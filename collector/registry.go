@@ -5,5 +5,6 @@ package collector
 func Factories() []Factory {
 	return []Factory{
 		CgroupFactory(),
+		PowerFactory(),
 	}
 }
