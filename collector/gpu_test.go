@@ -1,0 +1,310 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/jobscope/jobscope/collector/discovery"
+	"github.com/jobscope/jobscope/gpu"
+	"github.com/jobscope/jobscope/internal/testutil"
+	"github.com/jobscope/jobscope/power"
+)
+
+var gpuFixtureUsers = map[int]string{1001: "alice", 1002: "bob", 1003: "carol"}
+
+// gpuFixture builds an exporter with only the gpu collector over
+// testdata/gpu/<node> and the given backend.
+func gpuFixture(t testing.TB, node string, open func(gpu.Config) (gpu.Backend, error)) (*Exporter, *Problems) {
+	t.Helper()
+	root := filepath.Join("..", "testdata", "gpu", node)
+	layout, err := discovery.DetectLayout(filepath.Join(root, "cgroup"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	disc := discovery.New(discovery.Config{
+		Layout: layout, ProcFS: filepath.Join(root, "proc"), PropsDir: filepath.Join(root, "props"),
+		LookupUser: func(uid int) (string, error) {
+			if n, ok := gpuFixtureUsers[uid]; ok {
+				return n, nil
+			}
+			return "", errors.New("unknown uid")
+		},
+		StartTime: func(string) int64 { return 1795000000 },
+	})
+	env := &Env{ProcFS: filepath.Join(root, "proc"), Shared: NewShared()}
+	c, err := NewGPUCollector(env, GPUOptions{Backend: "auto", MappingDir: filepath.Join(root, "mapping"), Open: open})
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems := NewProblems(nil)
+	exp := NewExporter(map[string]Collector{"gpu": c}, disc, problems, nil, BuildInfo{Version: "test", Revision: "test", GoVersion: "go"})
+	return exp, problems
+}
+
+// fakeDCGM opens testdata/gpu/dcgm-fake.json as the DCGM backend that
+// "auto" picks first.
+func fakeDCGM(t testing.TB) (*gpu.Fake, func(gpu.Config) (gpu.Backend, error)) {
+	t.Helper()
+	f, err := gpu.OpenFake(filepath.Join("..", "testdata", "gpu", "dcgm-fake.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := f.Snapshot(context.Background())
+	dcgm := gpu.NewFake("dcgm", *s)
+	return dcgm, func(cfg gpu.Config) (gpu.Backend, error) {
+		cfg.OpenDCGM = func(*slog.Logger) (gpu.Backend, error) { return dcgm, nil }
+		return gpu.Open(cfg)
+	}
+}
+
+func lint(t *testing.T, g prometheus.Gatherer) {
+	t.Helper()
+	problems, err := promtest.GatherAndLint(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+// The fake DCGM carries every field (profiling included), three Xid events
+// and one failed call; the node has every mapping method and a conflict.
+func TestGPUGoldenDCGM(t *testing.T) {
+	_, open := fakeDCGM(t)
+	exp, problems := gpuFixture(t, "node-v2", open)
+	g := gatherer(exp)
+	testutil.Golden(t, filepath.Join("..", "testdata", "gpu", "dcgm-v2.golden"), testutil.Exposition(t, g))
+	lint(t, g)
+	for cause, want := range map[string]float64{"mapping_conflict": 2, "dcgm_GetPowerUsage": 2} {
+		if got := problems.Count("gpu", cause); got != want {
+			t.Errorf("problem %s counted %v times, want %v (two scrapes)", cause, got, want)
+		}
+	}
+}
+
+func TestGPUDevicesCgroupV1(t *testing.T) {
+	_, open := fakeDCGM(t)
+	exp, _ := gpuFixture(t, "node-v1", open)
+	g := gatherer(exp)
+	out := string(testutil.Exposition(t, g))
+	for _, gpuIdx := range []string{"5", "6"} {
+		want := fmt.Sprintf(`slurm_job_gpu_info{account="physics",gpu="%s",jobid="400",method="devices_cgroup",mig_uuid="",model="NVIDIA A100-SXM4-40GB",user="alice",uuid="GPU-00000000-0000-4000-8000-00000000000%s"} 1`, gpuIdx, gpuIdx)
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+	if strings.Count(out, "slurm_job_gpu_info{") != 2 {
+		t.Errorf("want exactly GPUs 5 and 6 for job 400:\n%s", out)
+	}
+}
+
+// The demo fixture works with the demo node (`make demo`).
+func TestGPUDemoFixture(t *testing.T) {
+	root := filepath.Join("..", "testdata", "demo")
+	layout, err := discovery.DetectLayout(filepath.Join(root, "cgroup"), "")
+	if err != nil {
+		t.Skipf("demo node not present: %v", err)
+	}
+	disc := discovery.New(discovery.Config{Layout: layout, ProcFS: filepath.Join(root, "proc"), PropsDir: filepath.Join(root, "props"),
+		LookupUser: func(int) (string, error) { return "", errors.New("none") }})
+	c, err := NewGPUCollector(&Env{ProcFS: filepath.Join(root, "proc")}, GPUOptions{
+		Backend: "fake", FakeFile: filepath.Join("..", "testdata", "gpu", "demo.json"),
+		MappingDir: filepath.Join("..", "testdata", "gpu", "demo-mapping")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := NewExporter(map[string]Collector{"gpu": c}, disc, NewProblems(nil), nil, BuildInfo{})
+	g := gatherer(exp)
+	out := string(testutil.Exposition(t, g))
+	for _, want := range []string{
+		`slurm_job_gpu_utilization_ratio{account="physics",gpu="0",jobid="100"`, // busy, found by its process
+		`slurm_job_gpu_info{account="chemistry",gpu="1",jobid="101",method="mapping_dir"`,
+		`slurm_job_gpu_utilization_ratio{account="chemistry",gpu="1",jobid="101"`, // allocated, idle
+		`jobscope_gpu_power_watts{gpu="2"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %s", want)
+		}
+	}
+	lint(t, g)
+}
+
+// No driver or library: the collector exists, says "no data" (success 0,
+// one log line in all), and the other collectors stay whole.
+func TestGPUNoDriver(t *testing.T) {
+	noDev := func(gpu.Config) (gpu.Backend, error) {
+		return nil, fmt.Errorf("%w: nvml init: ERROR_LIBRARY_NOT_FOUND", gpu.ErrNoDevice)
+	}
+	c, err := NewGPUCollector(&Env{Shared: NewShared()}, GPUOptions{Backend: "auto", Open: noDev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems := NewProblems(nil)
+	other := gpuOtherCollector(func(s *Scrape, ch chan<- prometheus.Metric) error { return nil })
+	exp := NewExporter(map[string]Collector{"gpu": c, "other": other}, nil, problems, nil, BuildInfo{})
+	g := gatherer(exp)
+	for i := 0; i < 2; i++ {
+		out := string(testutil.Exposition(t, g))
+		for _, want := range []string{`jobscope_scrape_collector_success{collector="gpu"} 0`, `jobscope_scrape_collector_success{collector="other"} 1`} {
+			if !strings.Contains(out, want) {
+				t.Errorf("scrape %d lacks %s", i, want)
+			}
+		}
+		if strings.Contains(out, "gpu_info") {
+			t.Error("GPU series without a backend")
+		}
+	}
+	if problems.Count("gpu", "no_data") != 2 {
+		t.Errorf("no_data counted %v", problems.Count("gpu", "no_data"))
+	}
+
+	// The real thing on this machine: no driver, or no cgo.
+	c, err = NewGPUCollector(&Env{}, GPUOptions{Backend: "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gc := c.(*gpuCollector); gc.backend != nil {
+		gc.backend.Close()
+		t.Skip("an NVIDIA driver is installed here")
+	}
+	err = c.Collect(NewScrape(context.Background(), "gpu", nil, nil), make(chan prometheus.Metric, 10))
+	if !errors.Is(err, ErrNoData) {
+		t.Errorf("err %v, want ErrNoData", err)
+	}
+}
+
+func TestGPUConfigErrors(t *testing.T) {
+	for _, o := range []GPUOptions{{Backend: "cuda"}, {Backend: "fake"}, {Backend: "fake", FakeFile: "/nonexistent.json"}} {
+		if _, err := NewGPUCollector(&Env{}, o); err == nil {
+			t.Errorf("%+v: no error", o)
+		}
+	}
+	if c, err := NewGPUCollector(&Env{}, GPUOptions{Backend: "none"}); err != nil || c.(*gpuCollector).backend != nil {
+		t.Errorf("none: %v", err)
+	}
+}
+
+func TestGPUSnapshotFails(t *testing.T) {
+	dcgm, open := fakeDCGM(t)
+	dcgm.SetError(errors.New("host engine connection lost"))
+	exp, problems := gpuFixture(t, "node-v2", open)
+	out := string(testutil.Exposition(t, gatherer(exp)))
+	if !strings.Contains(out, `jobscope_scrape_collector_success{collector="gpu"} 0`) || problems.Count("gpu", "collect_failed") != 1 {
+		t.Errorf("a failed snapshot must fail the scrape:\n%s", out)
+	}
+}
+
+// Xid events count against the job holding the GPU when they are seen;
+// the job's counts go when it ends, the node's stay.
+func TestGPUXidAttribution(t *testing.T) {
+	dcgm, open := fakeDCGM(t)
+	exp, _ := gpuFixture(t, "node-v2", open)
+	g := gatherer(exp)
+	testutil.Exposition(t, g) // takes the three fixture events
+	dcgm.AddXid(gpu.XidEvent{UUID: "GPU-00000000-0000-4000-8000-000000000000", GPUInstanceID: -1, Xid: 79},
+		gpu.XidEvent{UUID: "GPU-00000000-0000-4000-8000-000000000006", GPUInstanceID: -1, Xid: 13},
+		gpu.XidEvent{UUID: "GPU-gone", GPUInstanceID: -1, Xid: 13})
+	out := string(testutil.Exposition(t, g))
+	for _, want := range []string{
+		`slurm_job_gpu_xid_errors_total{account="physics",gpu="0",jobid="300",mig_uuid="",model="NVIDIA A100-SXM4-40GB",user="alice",uuid="GPU-00000000-0000-4000-8000-000000000000",xid="79"} 2`,
+		`jobscope_gpu_xid_errors_total{gpu="6",mig_uuid="",model="NVIDIA A100-SXM4-40GB",uuid="GPU-00000000-0000-4000-8000-000000000006",xid="13"} 2`,
+		`slurm_job_gpu_xid_errors_total{account="biology",gpu="7",jobid="302",mig_uuid="MIG-00000000-0000-4000-8000-000000000700",model="NVIDIA A100-SXM4-40GB MIG 3g.20gb",user="carol",uuid="GPU-00000000-0000-4000-8000-000000000007",xid="94"} 1`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lacks %s", want)
+		}
+	}
+
+	// Collect with no jobs at all: per-job counts are dropped.
+	c := gpuCollectorOf(t, exp)
+	ch := make(chan prometheus.Metric, 1000)
+	if err := c.Collect(NewScrape(context.Background(), "gpu", nil, NewProblems(nil)), ch); err != nil {
+		t.Fatal(err)
+	}
+	close(ch)
+	if len(c.xidJob) != 0 || len(c.xidNode) != 1 {
+		t.Errorf("after the jobs ended: %d job counts, %d node counts", len(c.xidJob), len(c.xidNode))
+	}
+}
+
+func gpuCollectorOf(t *testing.T, exp *Exporter) *gpuCollector {
+	t.Helper()
+	return exp.collectors["gpu"].(*gpuCollector)
+}
+
+// Every emitted family is described for docs/metrics.md.
+func TestGPUDescsCoverOutput(t *testing.T) {
+	_, open := fakeDCGM(t)
+	exp, _ := gpuFixture(t, "node-v2", open)
+	described := map[string]bool{}
+	for _, d := range GPUFactory().Descs() {
+		s := d.String()
+		i := strings.Index(s, `fqName: "`) + len(`fqName: "`)
+		described[s[i:i+strings.Index(s[i:], `"`)]] = true
+	}
+	mfs, err := gatherer(exp).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		n := mf.GetName()
+		if (strings.HasPrefix(n, "slurm_job_gpu_") || strings.HasPrefix(n, "jobscope_gpu_")) && !described[n] {
+			t.Errorf("%s is emitted but not described", n)
+		}
+	}
+}
+
+type gpuOtherCollector func(s *Scrape, ch chan<- prometheus.Metric) error
+
+func (f gpuOtherCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error { return f(s, ch) }
+
+// The power collector gets each GPU's energy and holder from the gpu
+// collector's last scrape.
+func TestGPUEnergyShared(t *testing.T) {
+	_, open := fakeDCGM(t)
+	env := &Env{ProcFS: filepath.Join("..", "testdata", "gpu", "node-v2", "proc"), Shared: NewShared()}
+	c, err := NewGPUCollector(env, GPUOptions{MappingDir: filepath.Join("..", "testdata", "gpu", "node-v2", "mapping"), Open: open})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, ok := env.Shared.Lookup(power.GPUEnergyKey)
+	src, _ := v.(power.GPUEnergySource)
+	if !ok || src == nil {
+		t.Fatal("no GPU energy source shared")
+	}
+	if devs, _ := src.GPUEnergy(context.Background()); len(devs) != 0 {
+		t.Errorf("before any scrape: %v", devs)
+	}
+	jobs := func() []*discovery.Job {
+		return []*discovery.Job{{ID: "301", Version: 2, Meta: discovery.Meta{User: "bob", Account: "chemistry"}}}
+	}
+	ch := make(chan prometheus.Metric, 1000)
+	if err := c.Collect(NewScrape(context.Background(), "gpu", jobs, NewProblems(nil)), ch); err != nil {
+		t.Fatal(err)
+	}
+	devs, _ := src.GPUEnergy(context.Background())
+	if len(devs) != 8 {
+		t.Fatalf("%d devices, want the 8 physical GPUs: %v", len(devs), devs)
+	}
+	for _, d := range devs {
+		wantJob := ""
+		switch d.ID {
+		case "GPU-00000000-0000-4000-8000-000000000002": // the mapping directory
+			wantJob = "301"
+		case "GPU-00000000-0000-4000-8000-000000000004": // its process (job 300 is gone)
+			wantJob = "301"
+		}
+		if d.JobID != wantJob || d.Joules <= 0 {
+			t.Errorf("%+v, want job %q", d, wantJob)
+		}
+	}
+}
