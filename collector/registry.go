@@ -5,6 +5,12 @@ package collector
 func Factories() []Factory {
 	return []Factory{
 		CgroupFactory(),
+		SlurmJobsFactory(),
+		SlurmNodesFactory(),
+		SlurmFairshareFactory(),
+		SlurmSchedulerFactory(),
+		SlurmCommandsFactory(),
+		SlurmSacctFactory(),
 		GPUFactory(),
 		PowerFactory(),
 	}

@@ -60,7 +60,7 @@ func run(args []string) int {
 		}
 	}
 
-	exp, err := buildExporter(opts, set, mode, logger)
+	exp, err := buildExporter(opts, fs, set, mode, logger)
 	if err != nil {
 		logger.Error("cannot start", "err", err)
 		return 1

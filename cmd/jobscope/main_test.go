@@ -33,9 +33,9 @@ func demoOptions(t *testing.T) (*options, *collector.Set, *pflag.FlagSet) {
 
 // The demo node serves job series at /metrics and a landing page at /.
 func TestServeDemo(t *testing.T) {
-	o, set, _ := demoOptions(t)
+	o, set, fs := demoOptions(t)
 	logger, _ := newLogger("error", "json", io.Discard)
-	exp, err := buildExporter(o, set, collector.ModeNode, logger)
+	exp, err := buildExporter(o, fs, set, collector.ModeNode, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

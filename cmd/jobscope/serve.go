@@ -12,12 +12,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/discovery"
 )
 
-func buildExporter(o *options, set *collector.Set, mode collector.Mode, logger *slog.Logger) (*collector.Exporter, error) {
+func buildExporter(o *options, fs *pflag.FlagSet, set *collector.Set, mode collector.Mode, logger *slog.Logger) (*collector.Exporter, error) {
 	names := set.Enabled(mode)
 	env := &collector.Env{CgroupFS: o.cgroupfs, ProcFS: o.procfs, SysFS: o.sysfs, Logger: logger, Shared: collector.NewShared()}
 	problems := collector.NewProblems(logger)
@@ -32,7 +33,11 @@ func buildExporter(o *options, set *collector.Set, mode collector.Mode, logger *
 		}
 		cfg := discovery.Config{Layout: layout, ProcFS: o.procfs, PropsDir: o.propsDir}
 		if o.scontrolFallback {
-			cfg.Scontrol = scontrolFallback(o.scontrolTimeout)
+			sc, err := scontrolFallback(fs, o.scontrolTimeout, logger)
+			if err != nil {
+				return nil, err
+			}
+			cfg.Scontrol = sc
 		}
 		env.Discoverer = discovery.New(cfg)
 	}

@@ -1,0 +1,62 @@
+package collector
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jobscope/jobscope/slurmcli"
+)
+
+// SlurmCommandsFactory describes the collector of jobscope's own Slurm
+// command counters (controller mode).
+func SlurmCommandsFactory() Factory {
+	return slurmFactory("slurm_commands",
+		"jobscope's Slurm command runs, errors by cause and durations",
+		"", func(c *slurmcli.Cache) slurmCollector { return newSlurmCommands(c) })
+}
+
+// slurmCommandCauses are always exported (as 0 until they happen) so that
+// rate() and alerts work from the first error on.
+var slurmCommandCauses = []string{slurmcli.CauseTimeout, slurmcli.CauseExit, slurmcli.CauseStart,
+	slurmcli.CauseParse, slurmcli.CauseTooLarge, slurmcli.CauseCanceled}
+
+type slurmCommands struct {
+	cache                         *slurmcli.Cache
+	runs, errs, seconds, lastTime *prometheus.Desc
+}
+
+func newSlurmCommands(c *slurmcli.Cache) *slurmCommands {
+	return &slurmCommands{
+		cache: c,
+		runs: prometheus.NewDesc("jobscope_slurm_command_runs_total",
+			"Slurm commands jobscope ran (at most one per source per --slurm.poll-interval).", []string{"command"}, nil),
+		errs: prometheus.NewDesc("jobscope_slurm_command_errors_total",
+			"Slurm command runs that failed, by cause: timeout (killed at --slurm.command-timeout), exit (non-zero status), start, parse (output not understood), too_large, canceled.",
+			[]string{"command", "cause"}, nil),
+		seconds: prometheus.NewDesc("jobscope_slurm_command_duration_seconds_total",
+			"Time spent running Slurm commands.", []string{"command"}, nil),
+		lastTime: prometheus.NewDesc("jobscope_slurm_command_last_duration_seconds",
+			"Duration of the latest run of each Slurm command.", []string{"command"}, nil),
+	}
+}
+
+// Collect waits for this poll interval's refresh like the other cluster
+// collectors (single-flight: it adds no command run), so the counters
+// include the runs and errors behind this scrape's values.
+func (c *slurmCommands) Collect(s *Scrape, ch chan<- prometheus.Metric) error {
+	c.cache.Get(s.Context())
+	names, stats := c.cache.Runner().Stats().Snapshot()
+	for _, n := range names {
+		st := stats[n]
+		ch <- prometheus.MustNewConstMetric(c.runs, prometheus.CounterValue, st.Runs, n)
+		ch <- prometheus.MustNewConstMetric(c.seconds, prometheus.CounterValue, st.Seconds, n)
+		ch <- prometheus.MustNewConstMetric(c.lastTime, prometheus.GaugeValue, st.LastDuration.Seconds(), n)
+		for _, cause := range slurmCommandCauses {
+			ch <- prometheus.MustNewConstMetric(c.errs, prometheus.CounterValue, st.Errors[cause], n, cause)
+		}
+	}
+	return nil
+}
+
+func (c *slurmCommands) descs() []*prometheus.Desc {
+	return []*prometheus.Desc{c.runs, c.errs, c.seconds, c.lastTime}
+}

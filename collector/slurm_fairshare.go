@@ -1,0 +1,78 @@
+package collector
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jobscope/jobscope/slurmcli"
+)
+
+// SlurmFairshareFactory describes the fairshare collector (controller mode).
+func SlurmFairshareFactory() Factory {
+	return slurmFactory("slurm_fairshare",
+		"Fairshare factors, shares and usage per account and user, from sshare (cached)",
+		slurmcli.SourceShares, func(c *slurmcli.Cache) slurmCollector { return newSlurmFairshare(c) })
+}
+
+type slurmFairshare struct {
+	cache  *slurmcli.Cache
+	status slurmSourceStatus
+
+	fairshare, levelFS, normShares, rawShares, rawUsage, effUsage *prometheus.Desc
+}
+
+func newSlurmFairshare(c *slurmcli.Cache) *slurmFairshare {
+	const src = " From sshare -a -l, cached per --slurm.poll-interval; user is empty on account rows."
+	labels := []string{"account", "user"}
+	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help+src, labels, nil) }
+	return &slurmFairshare{
+		cache:      c,
+		status:     newSlurmSourceStatus(),
+		fairshare:  d("slurm_share_fairshare", "Fair-share factor of a user association (0 to 1, higher means more priority)."),
+		levelFS:    d("slurm_share_level_fs", "LevelFS: normalized shares over effective usage among siblings; +Inf with no usage."),
+		normShares: d("slurm_share_normalized_shares", "Shares of the association as a fraction of its parent's (NormShares)."),
+		rawShares:  d("slurm_share_raw_shares", "Shares configured for the association (RawShares)."),
+		rawUsage:   d("slurm_share_raw_usage", "Decayed usage of the association in TRES-billing-seconds (RawUsage)."),
+		effUsage:   d("slurm_share_effective_usage", "Effective usage of the association as a fraction of the cluster's (EffectvUsage)."),
+	}
+}
+
+func (c *slurmFairshare) Collect(s *Scrape, ch chan<- prometheus.Metric) error {
+	v, ok, err := c.status.read(s, c.cache, slurmcli.SourceShares, ch)
+	if !ok {
+		return err
+	}
+	shares, isShares := v.([]slurmcli.Share)
+	if !isShares {
+		return fmt.Errorf("slurm shares: snapshot holds %T", v)
+	}
+	seen := map[slurmLabelPair]bool{}
+	for _, sh := range shares {
+		k := slurmLabelPair{slurmLabel(sh.Account), slurmLabel(sh.User)}
+		if seen[k] {
+			// Per-partition associations repeat account and user; the
+			// first row is the one sshare sorts first.
+			continue
+		}
+		seen[k] = true
+		for _, m := range []struct {
+			d *prometheus.Desc
+			v float64
+		}{
+			{c.fairshare, sh.FairShare}, {c.levelFS, sh.LevelFS}, {c.normShares, sh.NormShares},
+			{c.rawShares, sh.RawShares}, {c.rawUsage, sh.RawUsage}, {c.effUsage, sh.EffectiveUsage},
+		} {
+			if math.IsNaN(m.v) {
+				continue // sshare left it empty
+			}
+			ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, m.v, k[0], k[1])
+		}
+	}
+	return err
+}
+
+func (c *slurmFairshare) descs() []*prometheus.Desc {
+	return []*prometheus.Desc{c.status.up, c.status.age, c.fairshare, c.levelFS, c.normShares, c.rawShares, c.rawUsage, c.effUsage}
+}

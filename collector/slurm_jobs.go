@@ -1,0 +1,119 @@
+package collector
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jobscope/jobscope/slurmcli"
+)
+
+// SlurmJobsFactory describes the cluster job collector (controller mode).
+func SlurmJobsFactory() Factory {
+	return slurmFactory("slurm_jobs",
+		"Cluster jobs by state, partition, user and account, and pending reasons, from squeue (cached)",
+		slurmcli.SourceJobs, func(c *slurmcli.Cache) slurmCollector { return newSlurmJobs(c) })
+}
+
+// slurmJobGroupDescs are the four values kept per group of jobs.
+type slurmJobGroupDescs struct{ jobs, cpus, mem, gpus *prometheus.Desc }
+
+func newSlurmJobGroupDescs(prefix, what string, labels []string) slurmJobGroupDescs {
+	const cached = " From squeue, cached per --slurm.poll-interval; ended jobs squeue still lists are not counted."
+	return slurmJobGroupDescs{
+		jobs: prometheus.NewDesc(prefix, "Jobs in the Slurm queue by "+what+"; a pending job array counts each of its tasks."+cached, labels, nil),
+		cpus: prometheus.NewDesc(prefix+"_cpus", "CPUs of queued jobs by "+what+": allocated ones for jobs that have resources, requested ones for pending jobs."+cached, labels, nil),
+		mem:  prometheus.NewDesc(prefix+"_memory_bytes", "Memory of queued jobs by "+what+": allocated (TRES) for jobs that have resources, requested for pending jobs."+cached, labels, nil),
+		gpus: prometheus.NewDesc(prefix+"_gpus", "GPUs (gres/gpu) of queued jobs by "+what+": allocated for jobs that have resources, requested for pending jobs."+cached, labels, nil),
+	}
+}
+
+type slurmJobs struct {
+	cache   *slurmcli.Cache
+	status  slurmSourceStatus
+	byPart  slurmJobGroupDescs
+	byUser  slurmJobGroupDescs
+	byAcct  slurmJobGroupDescs
+	pending *prometheus.Desc
+}
+
+func newSlurmJobs(c *slurmcli.Cache) *slurmJobs {
+	return &slurmJobs{
+		cache:  c,
+		status: newSlurmSourceStatus(),
+		byPart: newSlurmJobGroupDescs("slurm_jobs", "partition and state", []string{"partition", "state"}),
+		byUser: newSlurmJobGroupDescs("slurm_user_jobs", "user and state", []string{"user", "state"}),
+		byAcct: newSlurmJobGroupDescs("slurm_account_jobs", "account and state", []string{"account", "state"}),
+		pending: prometheus.NewDesc("slurm_jobs_pending",
+			"Pending jobs by partition and the reason Slurm gives (Priority, Resources, BeginTime, JobHeldUser, ...); a pending job array counts each task. From squeue, cached per --slurm.poll-interval.",
+			[]string{"partition", "reason"}, nil),
+	}
+}
+
+type slurmJobSums struct{ jobs, cpus, mem, gpus float64 }
+
+type slurmLabelPair [2]string
+
+func (c *slurmJobs) Collect(s *Scrape, ch chan<- prometheus.Metric) error {
+	v, ok, err := c.status.read(s, c.cache, slurmcli.SourceJobs, ch)
+	if !ok {
+		return err
+	}
+	jobs, isJobs := v.([]slurmcli.Job)
+	if !isJobs {
+		return fmt.Errorf("slurm jobs: snapshot holds %T", v)
+	}
+	byPart := map[slurmLabelPair]*slurmJobSums{}
+	byUser := map[slurmLabelPair]*slurmJobSums{}
+	byAcct := map[slurmLabelPair]*slurmJobSums{}
+	pending := map[slurmLabelPair]float64{}
+	add := func(m map[slurmLabelPair]*slurmJobSums, k slurmLabelPair, j slurmcli.Job) {
+		sum := m[k]
+		if sum == nil {
+			sum = &slurmJobSums{}
+			m[k] = sum
+		}
+		n := float64(j.Count)
+		sum.jobs += n
+		sum.cpus += n * j.CPUs
+		sum.mem += n * j.MemoryBytes
+		sum.gpus += n * j.GPUs
+	}
+	for _, j := range jobs {
+		if !j.InQueue() {
+			continue
+		}
+		state := strings.ToLower(j.State)
+		add(byPart, slurmLabelPair{j.Partition, state}, j)
+		add(byUser, slurmLabelPair{j.User, state}, j)
+		add(byAcct, slurmLabelPair{j.Account, state}, j)
+		if j.State == "PENDING" {
+			pending[slurmLabelPair{j.Partition, j.Reason}] += float64(j.Count)
+		}
+	}
+	emit := func(d slurmJobGroupDescs, m map[slurmLabelPair]*slurmJobSums) {
+		for k, sum := range m {
+			a, b := slurmLabel(k[0]), slurmLabel(k[1])
+			ch <- prometheus.MustNewConstMetric(d.jobs, prometheus.GaugeValue, sum.jobs, a, b)
+			ch <- prometheus.MustNewConstMetric(d.cpus, prometheus.GaugeValue, sum.cpus, a, b)
+			ch <- prometheus.MustNewConstMetric(d.mem, prometheus.GaugeValue, sum.mem, a, b)
+			ch <- prometheus.MustNewConstMetric(d.gpus, prometheus.GaugeValue, sum.gpus, a, b)
+		}
+	}
+	emit(c.byPart, byPart)
+	emit(c.byUser, byUser)
+	emit(c.byAcct, byAcct)
+	for k, n := range pending {
+		ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, n, slurmLabel(k[0]), slurmLabel(k[1]))
+	}
+	return err
+}
+
+func (c *slurmJobs) descs() []*prometheus.Desc {
+	out := []*prometheus.Desc{c.status.up, c.status.age, c.pending}
+	for _, g := range []slurmJobGroupDescs{c.byPart, c.byUser, c.byAcct} {
+		out = append(out, g.jobs, g.cpus, g.mem, g.gpus)
+	}
+	return out
+}

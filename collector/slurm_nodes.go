@@ -1,0 +1,157 @@
+package collector
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jobscope/jobscope/slurmcli"
+)
+
+// SlurmNodesFactory describes the cluster node collector (controller mode).
+func SlurmNodesFactory() Factory {
+	return slurmFactory("slurm_nodes",
+		"Cluster nodes by state, CPUs, memory and GPUs, overall and per partition, from sinfo --json or scontrol show node (cached)",
+		slurmcli.SourceNodes, func(c *slurmcli.Cache) slurmCollector { return newSlurmNodes(c) })
+}
+
+type slurmNodes struct {
+	cache  *slurmcli.Cache
+	status slurmSourceStatus
+
+	nodes, partNodes                     *prometheus.Desc
+	cpus, partCPUs                       *prometheus.Desc
+	cpusCfg, partCPUsCfg                 *prometheus.Desc
+	memReal, memAlloc, memFree           *prometheus.Desc
+	partMemReal, partMemAlloc            *prometheus.Desc
+	gpus, gpusAlloc, partGPUs, partGAllo *prometheus.Desc
+}
+
+func newSlurmNodes(c *slurmcli.Cache) *slurmNodes {
+	const src = " From sinfo --json (or scontrol show node -o), cached per --slurm.poll-interval."
+	const perPart = " A node in several partitions counts in each of them."
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help+src, labels, nil)
+	}
+	return &slurmNodes{
+		cache:  c,
+		status: newSlurmSourceStatus(),
+		nodes: d("slurm_nodes",
+			"Nodes by state, each node counted once: allocated, mixed, idle, completing, down, drained, draining, fail, failing, maint, reserved, powered_down, powering_up, ...", "state"),
+		partNodes: d("slurm_partition_nodes", "Nodes by partition and state."+perPart, "partition", "state"),
+		cpus: d("slurm_cpus",
+			"CPUs by state: allocated to jobs, idle (usable), other (unallocated on nodes that are down, drained, failing or in maintenance), as sinfo's A/I/O.", "state"),
+		partCPUs:    d("slurm_partition_cpus", "CPUs by partition and state (allocated, idle, other)."+perPart, "partition", "state"),
+		cpusCfg:     d("slurm_cpus_configured", "CPUs of all nodes (CPUTot)."),
+		partCPUsCfg: d("slurm_partition_cpus_configured", "CPUs of the partition's nodes."+perPart, "partition"),
+		memReal:     d("slurm_memory_real_bytes", "Memory Slurm may give to jobs (RealMemory of all nodes)."),
+		memAlloc:    d("slurm_memory_allocated_bytes", "Memory allocated to jobs (Slurm's AllocMem, not the OS's view)."),
+		memFree: d("slurm_memory_free_bytes",
+			"Free memory as the nodes' operating systems report it to slurmd (FreeMem; page cache counts as used), for nodes that report it."),
+		partMemReal:  d("slurm_partition_memory_real_bytes", "RealMemory of the partition's nodes."+perPart, "partition"),
+		partMemAlloc: d("slurm_partition_memory_allocated_bytes", "AllocMem of the partition's nodes."+perPart, "partition"),
+		gpus:         d("slurm_gpus_configured", "GPUs configured on all nodes (gres/gpu in the node TRES)."),
+		gpusAlloc:    d("slurm_gpus_allocated", "GPUs allocated to jobs (gres/gpu in the nodes' allocated TRES)."),
+		partGPUs:     d("slurm_partition_gpus_configured", "GPUs configured on the partition's nodes."+perPart, "partition"),
+		partGAllo:    d("slurm_partition_gpus_allocated", "GPUs allocated on the partition's nodes."+perPart, "partition"),
+	}
+}
+
+type slurmNodeSums struct {
+	alloc, idle, other, cfg float64
+	memReal, memAlloc       float64
+	gpus, gpusAlloc         float64
+	byState                 map[string]float64
+}
+
+func (n *slurmNodeSums) add(x slurmcli.Node) {
+	n.alloc += x.AllocCPUs
+	n.idle += x.IdleCPUs()
+	n.other += x.OtherCPUs()
+	n.cfg += x.CPUs
+	n.memReal += x.RealMemoryBytes
+	n.memAlloc += x.AllocMemoryBytes
+	n.gpus += x.GPUs
+	n.gpusAlloc += x.AllocGPUs
+	n.byState[x.State]++
+}
+
+func (c *slurmNodes) Collect(s *Scrape, ch chan<- prometheus.Metric) error {
+	v, ok, err := c.status.read(s, c.cache, slurmcli.SourceNodes, ch)
+	if !ok {
+		return err
+	}
+	nodes, isNodes := v.([]slurmcli.Node)
+	if !isNodes {
+		return fmt.Errorf("slurm nodes: snapshot holds %T", v)
+	}
+	all := &slurmNodeSums{byState: map[string]float64{}}
+	parts := map[string]*slurmNodeSums{}
+	var free float64
+	freeKnown := false
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		if seen[n.Name] {
+			s.Problem("duplicate_node", fmt.Errorf("node %q listed twice", n.Name))
+			continue
+		}
+		seen[n.Name] = true
+		all.add(n)
+		if n.FreeMemoryKnown {
+			free += n.FreeMemoryBytes
+			freeKnown = true
+		}
+		inPart := map[string]bool{}
+		for _, p := range n.Partitions {
+			if p == "" || inPart[p] {
+				continue
+			}
+			inPart[p] = true
+			ps := parts[p]
+			if ps == nil {
+				ps = &slurmNodeSums{byState: map[string]float64{}}
+				parts[p] = ps
+			}
+			ps.add(n)
+		}
+	}
+	g := func(d *prometheus.Desc, v float64, lv ...string) {
+		for i := range lv {
+			lv[i] = slurmLabel(lv[i])
+		}
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
+	}
+	for st, n := range all.byState {
+		g(c.nodes, n, st)
+	}
+	g(c.cpus, all.alloc, "allocated")
+	g(c.cpus, all.idle, "idle")
+	g(c.cpus, all.other, "other")
+	g(c.cpusCfg, all.cfg)
+	g(c.memReal, all.memReal)
+	g(c.memAlloc, all.memAlloc)
+	if freeKnown {
+		g(c.memFree, free)
+	}
+	g(c.gpus, all.gpus)
+	g(c.gpusAlloc, all.gpusAlloc)
+	for p, ps := range parts {
+		for st, n := range ps.byState {
+			g(c.partNodes, n, p, st)
+		}
+		g(c.partCPUs, ps.alloc, p, "allocated")
+		g(c.partCPUs, ps.idle, p, "idle")
+		g(c.partCPUs, ps.other, p, "other")
+		g(c.partCPUsCfg, ps.cfg, p)
+		g(c.partMemReal, ps.memReal, p)
+		g(c.partMemAlloc, ps.memAlloc, p)
+		g(c.partGPUs, ps.gpus, p)
+		g(c.partGAllo, ps.gpusAlloc, p)
+	}
+	return err
+}
+
+func (c *slurmNodes) descs() []*prometheus.Desc {
+	return []*prometheus.Desc{c.status.up, c.status.age, c.nodes, c.partNodes, c.cpus, c.partCPUs, c.cpusCfg, c.partCPUsCfg,
+		c.memReal, c.memAlloc, c.memFree, c.partMemReal, c.partMemAlloc, c.gpus, c.gpusAlloc, c.partGPUs, c.partGAllo}
+}

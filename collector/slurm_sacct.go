@@ -1,0 +1,81 @@
+package collector
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+
+	"github.com/jobscope/jobscope/slurmcli"
+)
+
+// SlurmSacctFactory describes the opt-in collector of ended jobs (sacct
+// queries reach slurmdbd, so it is off unless asked for).
+func SlurmSacctFactory() Factory {
+	return Factory{
+		Name: "slurm_sacct",
+		Help: "Jobs ended since --slurm.sacct.since by final state, partition and account, from incremental sacct queries (cached)",
+		// Off by default in every mode: each poll queries slurmdbd.
+		DefaultIn: nil,
+		Descs:     func() []*prometheus.Desc { return newSlurmSacct(nil).descs() },
+		Flags: func(fs *pflag.FlagSet) func(env *Env) (Collector, error) {
+			slurmFlags(fs)
+			since := fs.String("slurm.sacct.since", "24h",
+				"slurm_sacct collector: count jobs that ended since this time: a duration before start-up (24h) or a time (2026-01-01, 2026-01-01T00:00:00).")
+			overlap := fs.Duration("slurm.sacct.overlap", 10*time.Minute,
+				"slurm_sacct collector: each incremental query reaches back this far, so job records slurmdbd stores late are still counted (once).")
+			return func(env *Env) (Collector, error) {
+				c, err := slurmCache(fs, env)
+				if err != nil {
+					return nil, err
+				}
+				if *overlap < 0 {
+					return nil, fmt.Errorf("--slurm.sacct.overlap must not be negative")
+				}
+				t, err := slurmcli.ParseSince(*since, c.Now(), time.Local)
+				if err != nil {
+					return nil, fmt.Errorf("--slurm.sacct.since: %w", err)
+				}
+				c.EnableSacct(slurmcli.NewSacctCounter(t, *overlap, time.Local))
+				return newSlurmSacct(c), nil
+			}
+		},
+	}
+}
+
+type slurmSacct struct {
+	cache  *slurmcli.Cache
+	status slurmSourceStatus
+	ended  *prometheus.Desc
+}
+
+func newSlurmSacct(c *slurmcli.Cache) *slurmSacct {
+	return &slurmSacct{
+		cache:  c,
+		status: newSlurmSourceStatus(),
+		ended: prometheus.NewDesc("slurm_jobs_ended_total",
+			"Jobs that ended since --slurm.sacct.since (or jobscope's start), by final state (completed, failed, timeout, cancelled, out_of_memory, node_fail, preempted, ...), partition and account. From incremental sacct queries, one per --slurm.poll-interval.",
+			[]string{"partition", "account", "state"}, nil),
+	}
+}
+
+func (c *slurmSacct) descs() []*prometheus.Desc {
+	return []*prometheus.Desc{c.status.up, c.status.age, c.ended}
+}
+
+func (c *slurmSacct) Collect(s *Scrape, ch chan<- prometheus.Metric) error {
+	v, ok, err := c.status.read(s, c.cache, slurmcli.SourceSacct, ch)
+	if !ok {
+		return err
+	}
+	counts, isCounts := v.(map[slurmcli.EndKey]float64)
+	if !isCounts {
+		return fmt.Errorf("slurm sacct: snapshot holds %T", v)
+	}
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(c.ended, prometheus.CounterValue, n,
+			slurmLabel(k.Partition), slurmLabel(k.Account), slurmLabel(k.State))
+	}
+	return err
+}

@@ -1,0 +1,493 @@
+package collector
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/spf13/pflag"
+
+	"github.com/jobscope/jobscope/internal/testutil"
+	"github.com/jobscope/jobscope/slurmcli"
+)
+
+// The cluster collectors are tested against fake Slurm commands: sh
+// scripts that log their runs and print the real 22.05 captures in
+// testdata/slurm/22.05, fail like a down slurmctld, or hang.
+
+var slurmFixtures = filepath.Join("..", "testdata", "slurm", "22.05")
+
+type slurmFake struct {
+	t        testing.TB
+	bin, log string
+}
+
+func newSlurmFake(t testing.TB, when string) *slurmFake {
+	t.Helper()
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Skip("no /bin/sh for the fake Slurm commands")
+	}
+	d := t.TempDir()
+	f := &slurmFake{t: t, bin: filepath.Join(d, "bin"), log: filepath.Join(d, "log")}
+	for _, p := range []string{f.bin, f.log} {
+		if err := os.Mkdir(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	abs, err := filepath.Abs(slurmFixtures)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx := func(n string) string { return "'" + filepath.Join(abs, n) + "'" }
+	f.script("squeue", `case "$1" in --json) exec cat `+fx("squeue-"+when+".json")+`;; *) exec cat `+fx("squeue-r-"+when+".txt")+`;; esac`)
+	f.script("sinfo", "exec cat "+fx("sinfo-"+when+".json"))
+	f.script("scontrol", "exec cat "+fx("scontrol-show-node-o-"+when+".txt"))
+	f.script("sshare", "exec cat "+fx("sshare-"+when+".txt"))
+	f.script("sdiag", "exec cat "+fx("sdiag-"+when+".txt"))
+	// sacct: the -X capture cut to the columns jobscope asks for, with the
+	// header sacct prints without -n. It ignores -S/-E: the counter filters.
+	f.script("sacct", "echo 'JobIDRaw|State|Partition|Account|End'\nexec awk -F'|' -v OFS='|' '{print $2,$10,$8,$7,$15}' "+fx("sacct-X-"+when+".txt"))
+	return f
+}
+
+// script (re)writes a command: it logs its arguments, then runs body. A
+// file fail-<name> in the log directory makes it fail as with slurmctld down.
+func (f *slurmFake) script(name, body string) {
+	f.t.Helper()
+	s := "#!/bin/sh\necho \"$*\" >> '" + filepath.Join(f.log, name) + "'\n" +
+		"if [ -e '" + filepath.Join(f.log, "fail-"+name) + "' ]; then echo '" + name +
+		": error: Unable to contact slurm controller (connect failure)' >&2; exit 1; fi\n" + body + "\n"
+	tmp := filepath.Join(f.bin, "."+name)
+	if err := os.WriteFile(tmp, []byte(s), 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(f.bin, name)); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *slurmFake) setFail(name string) {
+	if err := os.WriteFile(filepath.Join(f.log, "fail-"+name), nil, 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// hang makes name sleep with a grandchild, noting both pids.
+func (f *slurmFake) hang(name string) {
+	f.script(name, "sleep 1000 &\necho $! > '"+filepath.Join(f.log, name+".child")+"'\necho $$ > '"+
+		filepath.Join(f.log, name+".pid")+"'\nwait")
+}
+
+func (f *slurmFake) runs(name string) int {
+	data, err := os.ReadFile(filepath.Join(f.log, name))
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return bytes.Count(data, []byte("\n"))
+}
+
+// hungPIDs returns the pids a hanging command noted (bounded wait) and
+// kills them at the end of the test whatever happens.
+func (f *slurmFake) hungPIDs(name string) []int {
+	f.t.Helper()
+	var pids []int
+	for i := 0; i < 1000 && len(pids) < 2; i++ {
+		pids = pids[:0]
+		for _, suffix := range []string{".pid", ".child"} {
+			data, err := os.ReadFile(filepath.Join(f.log, name+suffix))
+			if err != nil {
+				break
+			}
+			if p, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+				pids = append(pids, p)
+			}
+		}
+		if len(pids) < 2 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if len(pids) < 2 {
+		f.t.Fatalf("%s never noted its pids", name)
+	}
+	f.t.Cleanup(func() {
+		for _, p := range pids {
+			if !slurmProcGone(p) {
+				syscall.Kill(p, syscall.SIGKILL)
+			}
+		}
+	})
+	return pids
+}
+
+// slurmProcGone: exited, or a zombie (this container may lack a reaper).
+func slurmProcGone(pid int) bool {
+	if err := syscall.Kill(pid, 0); err == syscall.ESRCH {
+		return true
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i > 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}
+
+func slurmWaitGone(pids []int) bool {
+	for i := 0; i < 3000; i++ {
+		all := true
+		for _, p := range pids {
+			all = all && slurmProcGone(p)
+		}
+		if all {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+// slurmFactories are the cluster collectors alone, so these tests do not
+// depend on the node collectors.
+func slurmFactories() []Factory {
+	return []Factory{SlurmJobsFactory(), SlurmNodesFactory(), SlurmFairshareFactory(), SlurmSchedulerFactory(),
+		SlurmCommandsFactory(), SlurmSacctFactory()}
+}
+
+// slurmExporter builds the controller-mode exporter from command-line
+// flags, over shared (which may already hold a cache with a fake clock).
+func slurmExporter(t testing.TB, shared *Shared, args ...string) *Exporter {
+	t.Helper()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	set := RegisterFlags(fs, slurmFactories())
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	names := set.Enabled(ModeController)
+	env := &Env{Shared: shared}
+	cs := set.Build(env, names, func(n string, err error) { t.Fatalf("build %s: %v", n, err) })
+	t.Cleanup(func() {
+		if o, err := shared.Get(SlurmCacheKey, func() (any, error) { return nil, os.ErrNotExist }); err == nil {
+			o.(*slurmcli.Cache).Close()
+		}
+	})
+	return NewExporter(cs, nil, NewProblems(nil), nil, BuildInfo{Version: "test", Revision: "test", GoVersion: "go"})
+}
+
+// fakeClockCache puts a cache with a settable clock into shared, so ages
+// in goldens are exact.
+type slurmClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *slurmClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *slurmClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func slurmSharedWithClock(t testing.TB, f *slurmFake, format slurmcli.Format, clk *slurmClock) *Shared {
+	shared := NewShared()
+	_, err := shared.Get(SlurmCacheKey, func() (any, error) {
+		return slurmcli.NewCache(slurmcli.CacheConfig{
+			Runner:   &slurmcli.Runner{BinDir: f.bin, Timeout: 30 * time.Second},
+			Interval: time.Minute, MaxAge: 10 * time.Minute, Format: format, Now: clk.Now,
+		}), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return shared
+}
+
+func slurmGather(ctx context.Context, exp *Exporter) prometheus.Gatherer {
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(exp.Bind(ctx))
+	return reg
+}
+
+// slurmSeries maps `name{labels}` to its value from an exposition.
+func slurmSeries(t testing.TB, expo []byte) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(expo))
+	for sc.Scan() {
+		l := sc.Text()
+		if l == "" || l[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(l, ' ')
+		v, err := strconv.ParseFloat(l[i+1:], 64)
+		if err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		out[l[:i]] = v
+	}
+	return out
+}
+
+// slurmHandChecked are values read off the "running" capture by hand:
+// squeue -r lists 11 jobs: running 2 (job 2 in debug, job 3 in batch),
+// pending 9 (debug: 4, 6, 8, 9, 10; batch: 5 and the three tasks of array 7),
+// matching sdiag's "Jobs pending: 9, Jobs running: 2". sinfo: one node vm in
+// both partitions, allocated, CPUs A/I/O/T 2/0/0/2; scontrol: RealMemory
+// 20489 MiB, AllocMem 856 MiB (256M job 2 + 600M job 3), FreeMem 22372 MiB,
+// gpu 2 configured, 1 allocated (job 3's --gres=gpu:1).
+var slurmHandChecked = map[string]float64{
+	`slurm_jobs{partition="debug",state="running"}`:              1,
+	`slurm_jobs{partition="batch",state="running"}`:              1,
+	`slurm_jobs{partition="debug",state="pending"}`:              5,
+	`slurm_jobs{partition="batch",state="pending"}`:              4,
+	`slurm_jobs_cpus{partition="batch",state="running"}`:         1,
+	`slurm_jobs_gpus{partition="batch",state="running"}`:         1,
+	`slurm_jobs_memory_bytes{partition="batch",state="running"}`: 600 << 20,
+	`slurm_user_jobs{state="pending",user="bob"}`:                5,
+	`slurm_user_jobs{state="pending",user="alice"}`:              4,
+	`slurm_account_jobs{account="physics",state="pending"}`:      3,
+	`slurm_account_jobs{account="chemistry",state="pending"}`:    6,
+	`slurm_jobs_pending{partition="debug",reason="JobHeldUser"}`: 1,
+	`slurm_jobs_pending{partition="batch",reason="Priority"}`:    3,
+	`slurm_nodes{state="allocated"}`:                             1,
+	`slurm_partition_nodes{partition="debug",state="allocated"}`: 1,
+	`slurm_partition_nodes{partition="batch",state="allocated"}`: 1,
+	`slurm_cpus{state="allocated"}`:                              2,
+	`slurm_cpus{state="idle"}`:                                   0,
+	`slurm_cpus{state="other"}`:                                  0,
+	`slurm_cpus_configured`:                                      2,
+	`slurm_memory_real_bytes`:                                    20489 << 20,
+	`slurm_memory_allocated_bytes`:                               856 << 20,
+	`slurm_memory_free_bytes`:                                    22372 << 20,
+	`slurm_gpus_configured`:                                      2,
+	`slurm_gpus_allocated`:                                       1,
+	`jobscope_slurm_up{source="jobs"}`:                           1,
+	`jobscope_slurm_snapshot_age_seconds{source="jobs"}`:         0,
+}
+
+// TestSlurmGolden renders the whole cluster output for the "running"
+// capture, from squeue/sinfo --json (auto on 22.05) and from the text forms.
+func TestSlurmGolden(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		format slurmcli.Format
+	}{{"running", slurmcli.FormatAuto}, {"running-text", slurmcli.FormatText}} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newSlurmFake(t, "running")
+			// 12:10, just after the capture, in the zone sacct's times are read in.
+			clk := &slurmClock{t: time.Date(2026, 11, 21, 12, 10, 0, 0, time.Local)}
+			exp := slurmExporter(t, slurmSharedWithClock(t, f, c.format, clk), "--collector.slurm_commands=false",
+				"--collector.slurm_sacct", "--slurm.sacct.since=2026-11-21T12:00:00")
+			g := slurmGather(context.Background(), exp)
+			expo := testutil.Exposition(t, g)
+			testutil.Golden(t, filepath.Join("..", "testdata", "slurm", c.name+".golden"), expo)
+			got := slurmSeries(t, expo)
+			for k, want := range slurmHandChecked {
+				if v, ok := got[k]; !ok || v != want {
+					t.Errorf("%s = %v (present %v), want %v", k, v, ok, want)
+				}
+			}
+			for _, name := range []string{"slurm_jobs", "slurm_nodes", "slurm_fairshare", "slurm_scheduler", "slurm_sacct"} {
+				if got[`jobscope_scrape_collector_success{collector="`+name+`"}`] != 1 {
+					t.Errorf("collector %s failed", name)
+				}
+			}
+			lint, err := promtest.GatherAndLint(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range lint {
+				t.Errorf("lint: %s: %s", p.Metric, p.Text)
+			}
+		})
+	}
+}
+
+// Completed jobs that squeue --json still lists are not counted.
+func TestSlurmJobsOnlyQueued(t *testing.T) {
+	f := newSlurmFake(t, "after")
+	exp := slurmExporter(t, NewShared(), "--slurm.bin-dir="+f.bin)
+	got := slurmSeries(t, testutil.Exposition(t, slurmGather(context.Background(), exp)))
+	var total float64
+	for k, v := range got {
+		if strings.HasPrefix(k, "slurm_jobs{") {
+			total += v
+		}
+	}
+	if total != 2 || got[`slurm_jobs{partition="debug",state="pending"}`] != 2 {
+		t.Errorf("jobs in queue %v, want 2 pending (jobs 8 and 10)", total)
+	}
+	if got[`slurm_nodes{state="idle"}`] != 1 || got[`slurm_cpus{state="idle"}`] != 2 {
+		t.Errorf("after: nodes %v", got)
+	}
+}
+
+// Twenty concurrent scrapes run each command once per poll interval.
+func TestSlurmConcurrentScrapes(t *testing.T) {
+	f := newSlurmFake(t, "running")
+	exp := slurmExporter(t, NewShared(), "--slurm.bin-dir="+f.bin, "--slurm.poll-interval=1h")
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			got := slurmSeries(t, testutil.Exposition(t, slurmGather(ctx, exp)))
+			if got[`slurm_nodes{state="allocated"}`] != 1 {
+				t.Errorf("a scrape missed the data: %v", got[`jobscope_slurm_up{source="nodes"}`])
+			}
+		}()
+	}
+	wg.Wait()
+	for _, cmd := range []string{"squeue", "sinfo", "sshare", "sdiag"} {
+		if n := f.runs(cmd); n != 1 {
+			t.Errorf("%s ran %d times for 20 concurrent scrapes, want 1", cmd, n)
+		}
+	}
+	if n := f.runs("scontrol"); n != 0 {
+		t.Errorf("scontrol ran %d times", n)
+	}
+	expo := testutil.Exposition(t, slurmGather(context.Background(), exp))
+	testutil.Promtool(t, expo) // the command counters too
+	got := slurmSeries(t, expo)
+	if got[`jobscope_slurm_command_runs_total{command="squeue"}`] != 1 {
+		t.Errorf("runs counter %v", got[`jobscope_slurm_command_runs_total{command="squeue"}`])
+	}
+}
+
+// A hanging squeue is killed at --slurm.command-timeout; the scrape answers
+// before its deadline with the error counted, the other collectors whole.
+func TestSlurmHangingCommandKilled(t *testing.T) {
+	f := newSlurmFake(t, "running")
+	f.hang("squeue")
+	exp := slurmExporter(t, NewShared(), "--slurm.bin-dir="+f.bin, "--slurm.command-timeout=500ms")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got := slurmSeries(t, testutil.Exposition(t, slurmGather(ctx, exp)))
+	if ctx.Err() != nil {
+		t.Fatal("the scrape outlived its deadline")
+	}
+	for k, want := range map[string]float64{
+		`jobscope_slurm_command_errors_total{cause="timeout",command="squeue"}`: 1,
+		`jobscope_slurm_up{source="jobs"}`:                                      0,
+		`jobscope_scrape_collector_success{collector="slurm_jobs"}`:             0,
+		`jobscope_scrape_collector_success{collector="slurm_nodes"}`:            1,
+		`jobscope_slurm_up{source="nodes"}`:                                     1,
+		`slurm_nodes{state="allocated"}`:                                        1,
+	} {
+		if v, ok := got[k]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", k, v, ok, want)
+		}
+	}
+	if _, ok := got[`slurm_jobs{partition="debug",state="running"}`]; ok {
+		t.Error("job values served though squeue never answered")
+	}
+	if pids := f.hungPIDs("squeue"); !slurmWaitGone(pids) {
+		t.Errorf("squeue processes %v survived the timeout", pids)
+	}
+}
+
+// With a command timeout longer than the scrape's deadline, the scrape
+// stops waiting and answers while the command still runs.
+func TestSlurmScrapeDoesNotWaitPastDeadline(t *testing.T) {
+	f := newSlurmFake(t, "running")
+	f.hang("sdiag")
+	exp := slurmExporter(t, NewShared(), "--slurm.bin-dir="+f.bin, "--slurm.command-timeout=1h")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got := slurmSeries(t, testutil.Exposition(t, slurmGather(ctx, exp)))
+	pids := f.hungPIDs("sdiag")
+	for _, p := range pids {
+		if slurmProcGone(p) {
+			t.Fatalf("sdiag pid %d ended before the scrape answered", p)
+		}
+	}
+	if got[`jobscope_scrape_collector_success{collector="slurm_scheduler"}`] != 0 ||
+		got[`jobscope_scrape_collector_success{collector="slurm_jobs"}`] != 1 {
+		t.Errorf("success: scheduler %v jobs %v", got[`jobscope_scrape_collector_success{collector="slurm_scheduler"}`],
+			got[`jobscope_scrape_collector_success{collector="slurm_jobs"}`])
+	}
+}
+
+// A failing command: last good values stay, marked stale by up 0, a growing
+// age and success 0, and are dropped past --slurm.max-age.
+func TestSlurmFailingCommandAges(t *testing.T) {
+	f := newSlurmFake(t, "running")
+	clk := &slurmClock{t: time.Unix(1795263000, 0)}
+	exp := slurmExporter(t, slurmSharedWithClock(t, f, slurmcli.FormatAuto, clk))
+	scrape := func() map[string]float64 {
+		return slurmSeries(t, testutil.Exposition(t, slurmGather(context.Background(), exp)))
+	}
+	scrape()
+	f.setFail("squeue")
+	for i := 1; i <= 3; i++ {
+		clk.Add(2 * time.Minute)
+		got := scrape()
+		for k, want := range map[string]float64{
+			`jobscope_slurm_snapshot_age_seconds{source="jobs"}`:                 (time.Duration(i) * 2 * time.Minute).Seconds(),
+			`jobscope_slurm_up{source="jobs"}`:                                   0,
+			`jobscope_scrape_collector_success{collector="slurm_jobs"}`:          0,
+			`slurm_jobs{partition="debug",state="running"}`:                      1,
+			`jobscope_slurm_command_errors_total{cause="exit",command="squeue"}`: float64(i),
+			`jobscope_slurm_snapshot_age_seconds{source="nodes"}`:                0,
+			`jobscope_slurm_up{source="nodes"}`:                                  1,
+		} {
+			if v, ok := got[k]; !ok || v != want {
+				t.Errorf("poll %d: %s = %v (present %v), want %v", i, k, v, ok, want)
+			}
+		}
+	}
+	clk.Add(5 * time.Minute) // 11 minutes without a good squeue; max age 10
+	got := scrape()
+	if _, ok := got[`slurm_jobs{partition="debug",state="running"}`]; ok {
+		t.Error("values older than --slurm.max-age still served")
+	}
+	if got[`jobscope_slurm_snapshot_age_seconds{source="jobs"}`] != 660 {
+		t.Errorf("age %v, want 660", got[`jobscope_slurm_snapshot_age_seconds{source="jobs"}`])
+	}
+}
+
+func TestSlurmFlagsRejected(t *testing.T) {
+	for _, args := range [][]string{
+		{"--slurm.format=xml"},
+		{"--slurm.poll-interval=0s"},
+		{"--slurm.command-path=squeue=relative/squeue"},
+		{"--slurm.command-path=rm=/bin/rm"},
+	} {
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		set := RegisterFlags(fs, slurmFactories())
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		failed := 0
+		set.Build(&Env{Shared: NewShared()}, set.Enabled(ModeController), func(string, error) { failed++ })
+		if failed == 0 {
+			t.Errorf("%v accepted", args)
+		}
+	}
+}
+
+func TestSlurmOffInNodeMode(t *testing.T) {
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	set := RegisterFlags(fs, slurmFactories())
+	if names := set.Enabled(ModeNode); len(names) != 0 {
+		t.Errorf("cluster collectors on in node mode: %v", names)
+	}
+	// slurm_sacct is opt-in: its queries reach slurmdbd.
+	if names := set.Enabled(ModeController); len(names) != 5 {
+		t.Errorf("controller mode: %v", names)
+	}
+}

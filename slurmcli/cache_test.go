@@ -1,0 +1,220 @@
+package slurmcli
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeClock is a settable clock for the cache's poll interval and ages.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{t: time.Unix(1795263000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func newTestCache(t *testing.T, b *fakeBin, clk *fakeClock, format Format, timeout time.Duration, srcs ...Source) *Cache {
+	c := NewCache(CacheConfig{
+		Runner:   &Runner{BinDir: b.Dir, Timeout: timeout},
+		Interval: time.Minute, MaxAge: 10 * time.Minute, Format: format, Now: clk.Now,
+	})
+	t.Cleanup(c.Close)
+	for _, s := range srcs {
+		c.Want(s)
+	}
+	return c
+}
+
+// Many concurrent scrapes share one run of each command per interval.
+func TestCacheSingleFlight(t *testing.T) {
+	b := newFakeBin(t)
+	b.fixtures("running")
+	clk := newFakeClock()
+	c := newTestCache(t, b, clk, FormatAuto, 30*time.Second, Sources...)
+	scrape := func() {
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				snap := c.Get(context.Background())
+				if _, _, ok, err := snap.Value(SourceJobs); !ok || err != nil {
+					t.Errorf("jobs: ok %v err %v", ok, err)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	scrape()
+	scrape() // same interval: served from the cache
+	for _, cmd := range []string{"squeue", "sinfo", "sshare", "sdiag"} {
+		if n := len(b.runs(cmd)); n != 1 {
+			t.Errorf("%s ran %d times for 40 scrapes in one interval, want 1", cmd, n)
+		}
+	}
+	clk.Add(time.Minute)
+	scrape()
+	for _, cmd := range []string{"squeue", "sinfo", "sshare", "sdiag"} {
+		if n := len(b.runs(cmd)); n != 2 {
+			t.Errorf("%s ran %d times over two intervals, want 2", cmd, n)
+		}
+	}
+	if n := len(b.runs("scontrol")); n != 0 {
+		t.Errorf("scontrol ran %d times in JSON mode", n)
+	}
+}
+
+// A failing command leaves the last good value served with a growing age,
+// never presented as fresh, and dropped past the maximum age.
+func TestCacheServesLastGoodWithAge(t *testing.T) {
+	b := newFakeBin(t)
+	b.fixtures("running")
+	clk := newFakeClock()
+	c := newTestCache(t, b, clk, FormatAuto, 30*time.Second, SourceJobs)
+	if _, age, ok, err := c.Get(context.Background()).Value(SourceJobs); !ok || err != nil || age != 0 {
+		t.Fatalf("first: age %v ok %v err %v", age, ok, err)
+	}
+	b.setFail("squeue", true)
+	for i := 1; i <= 3; i++ {
+		clk.Add(time.Minute)
+		v, age, ok, err := c.Get(context.Background()).Value(SourceJobs)
+		if !ok || v == nil {
+			t.Fatalf("poll %d: last good value dropped before the maximum age", i)
+		}
+		if err == nil || !strings.Contains(err.Error(), "Unable to contact") {
+			t.Errorf("poll %d: err %v, want slurmctld's message", i, err)
+		}
+		if age != time.Duration(i)*time.Minute {
+			t.Errorf("poll %d: age %v, want %v", i, age, time.Duration(i)*time.Minute)
+		}
+	}
+	clk.Add(8 * time.Minute) // 11 minutes old now, max age 10
+	if _, _, ok, err := c.Get(context.Background()).Value(SourceJobs); ok || err == nil {
+		t.Errorf("value older than the maximum age still served (err %v)", err)
+	}
+	b.setFail("squeue", false)
+	clk.Add(time.Minute)
+	if _, age, ok, err := c.Get(context.Background()).Value(SourceJobs); !ok || err != nil || age != 0 {
+		t.Errorf("after recovery: age %v ok %v err %v", age, ok, err)
+	}
+	_, stats := c.Runner().Stats().Snapshot()
+	if st := stats["squeue"]; st.Runs != 6 || st.Errors[CauseExit] != 4 {
+		t.Errorf("squeue stats %+v, want 6 runs, 4 exit errors", st)
+	}
+}
+
+// In auto mode a squeue without --json is asked once, then only in text.
+func TestCacheAutoFallsBackToText(t *testing.T) {
+	b := newFakeBin(t)
+	b.fixtures("running")
+	abs := func(n string) string { return "'" + fixtures + "/" + n + "'" }
+	b.script("squeue", `case "$1" in --json) echo "squeue: unrecognized option '--json'" >&2; exit 1;; *) exec cat `+abs("squeue-r-running.txt")+`;; esac`)
+	clk := newFakeClock()
+	c := newTestCache(t, b, clk, FormatAuto, 30*time.Second, SourceJobs)
+	for range 2 {
+		v, _, ok, err := c.Get(context.Background()).Value(SourceJobs)
+		if !ok || err != nil || len(v.([]Job)) != 11 {
+			t.Fatalf("ok %v err %v", ok, err)
+		}
+		clk.Add(time.Minute)
+	}
+	runs := b.runs("squeue")
+	if len(runs) != 3 || runs[0] != "--json --all" || strings.Contains(runs[1]+runs[2], "--json") {
+		t.Errorf("squeue runs %q, want one --json then text only", runs)
+	}
+}
+
+// A scrape waits for a hanging command only until its own deadline, then
+// gets what the cache has; the command is killed later, at its timeout.
+func TestCacheScrapeDeadline(t *testing.T) {
+	b := newFakeBin(t)
+	b.fixtures("running")
+	b.hang("sdiag")
+	clk := newFakeClock()
+	c := newTestCache(t, b, clk, FormatAuto, time.Hour, SourceJobs, SourceDiag)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	snap := c.Get(ctx)
+	pids := b.hungPIDs("sdiag")
+	for _, p := range pids {
+		if gone(p) {
+			t.Fatalf("sdiag (pid %d) ended before the scrape gave up: test proves nothing", p)
+		}
+	}
+	if _, _, ok, _ := snap.Value(SourceDiag); ok {
+		t.Error("hanging sdiag produced a value")
+	}
+	// squeue finished while sdiag hung: its result was published on its own.
+	if _, _, ok, err := snap.Value(SourceJobs); !ok || err != nil {
+		t.Errorf("jobs held back by the hanging sdiag: ok %v err %v", ok, err)
+	}
+	c.Close() // the exporter shutting down kills what still runs
+	if !waitGone(pids) {
+		t.Errorf("sdiag processes %v survived Close", pids)
+	}
+}
+
+// A newer sinfo whose JSON has no "nodes" list: auto mode moves to the
+// text form (scontrol show node -o) for good.
+func TestCacheAutoFallsBackOnJSONShape(t *testing.T) {
+	b := newFakeBin(t)
+	b.fixtures("running")
+	b.script("sinfo", `echo '{"sinfo":[],"errors":[],"warnings":[]}'`)
+	clk := newFakeClock()
+	c := newTestCache(t, b, clk, FormatAuto, 30*time.Second, SourceNodes)
+	for range 2 {
+		v, _, ok, err := c.Get(context.Background()).Value(SourceNodes)
+		if !ok || err != nil || len(v.([]Node)) != 1 {
+			t.Fatalf("ok %v err %v", ok, err)
+		}
+		clk.Add(time.Minute)
+	}
+	if s, sc := len(b.runs("sinfo")), len(b.runs("scontrol")); s != 1 || sc != 2 {
+		t.Errorf("sinfo ran %d times, scontrol %d; want 1 and 2", s, sc)
+	}
+	// With --slurm.format=json there is no fallback: the error shows.
+	c2 := newTestCache(t, b, clk, FormatJSON, 30*time.Second, SourceNodes)
+	if _, _, ok, err := c2.Get(context.Background()).Value(SourceNodes); ok || err == nil {
+		t.Errorf("json mode: ok %v err %v", ok, err)
+	}
+}
+
+// When the refresh of a source is still running as the scrape must answer,
+// the previous value is served but not as fresh.
+func TestCacheOverdueRefreshNotFresh(t *testing.T) {
+	b := newFakeBin(t)
+	b.fixtures("running")
+	clk := newFakeClock()
+	c := newTestCache(t, b, clk, FormatAuto, time.Hour, SourceDiag)
+	if r := c.Get(context.Background()).Results[SourceDiag]; !r.Fresh() {
+		t.Fatalf("first poll not fresh: %+v", r)
+	}
+	b.hang("sdiag")
+	clk.Add(2 * time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	snap := c.Get(ctx)
+	b.hungPIDs("sdiag")
+	v, age, ok, err := snap.Value(SourceDiag)
+	if !ok || v == nil || age != 2*time.Minute {
+		t.Errorf("previous value not served: ok %v age %v", ok, age)
+	}
+	if err == nil || !strings.Contains(err.Error(), "still running") || snap.Results[SourceDiag].Fresh() {
+		t.Errorf("overdue refresh presented as fresh: err %v", err)
+	}
+}

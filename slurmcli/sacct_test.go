@@ -1,0 +1,102 @@
+package slurmcli
+
+import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sacctScript prints a 22.05 sacct -X capture cut down to the columns
+// jobscope asks for, with the header sacct prints without -n.
+func sacctScript(t *testing.T, b *fakeBin, when string) {
+	abs, err := filepath.Abs(filepath.Join(fixtures, "sacct-X-"+when+".txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.script("sacct", b.failCheck("sacct")+`echo 'JobIDRaw|State|Partition|Account|End'
+exec awk -F'|' -v OFS='|' '{print $2,$10,$8,$7,$15}' '`+abs+`'`)
+}
+
+func TestSacctIncremental(t *testing.T) {
+	b := newFakeBin(t)
+	sacctScript(t, b, "running")
+	clk := &fakeClock{t: time.Date(2026, 11, 21, 12, 10, 0, 0, time.UTC)}
+	c := newTestCache(t, b, clk, FormatAuto, 30*time.Second)
+	since := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	c.EnableSacct(NewSacctCounter(since, 10*time.Minute, time.UTC))
+	counts := func() map[EndKey]float64 {
+		t.Helper()
+		v, _, ok, err := c.Get(context.Background()).Value(SourceSacct)
+		if !ok {
+			t.Fatalf("no sacct value: %v", err)
+		}
+		return v.(map[EndKey]float64)
+	}
+	// 12:00-12:10, "running" capture: job 1 (completed 12:09:25) and
+	// job 11 (cancelled 12:09:43) have ended.
+	want := map[EndKey]float64{
+		{"completed", "debug", "root"}:    1,
+		{"cancelled", "debug", "physics"}: 1,
+	}
+	if got := counts(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("first window: %v, want %v", got, want)
+	}
+	// 12:10-12:15, "after" capture: the nine others end; 1 and 11 are
+	// listed again and must not count twice.
+	sacctScript(t, b, "after")
+	clk.Add(5 * time.Minute)
+	want = map[EndKey]float64{
+		{"completed", "debug", "root"}:          1,
+		{"cancelled", "debug", "physics"}:       1,
+		{"completed", "debug", "physics"}:       1, // 2
+		{"completed", "batch", "chemistry"}:     4, // 3, 7_1, 7_2, 7_3
+		{"completed", "debug", "chemistry"}:     1, // 4
+		{"out_of_memory", "batch", "chemistry"}: 1, // 5
+		{"failed", "debug", "chemistry"}:        1, // 6
+		{"timeout", "debug", "physics"}:         1, // 9
+	}
+	if got := counts(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("second window: %v, want %v", got, want)
+	}
+	// A failing poll changes nothing and loses nothing; a later one adds
+	// nothing new.
+	b.setFail("sacct", true)
+	clk.Add(time.Minute)
+	if v, _, _, err := c.Get(context.Background()).Value(SourceSacct); err == nil || !reflect.DeepEqual(v, want) {
+		t.Errorf("failing poll: %v, %v", v, err)
+	}
+	b.setFail("sacct", false)
+	sacctScript(t, b, "after")
+	clk.Add(time.Minute)
+	if got := counts(); !reflect.DeepEqual(got, want) {
+		t.Errorf("later window: %v, want %v", got, want)
+	}
+	runs := b.runs("sacct")
+	if len(runs) != 4 || !strings.Contains(runs[0], "-S 2026-11-21T12:00:00 -E 2026-11-21T12:10:00") ||
+		!strings.Contains(runs[1], "-S 2026-11-21T12:00:00 -E 2026-11-21T12:15:00") ||
+		!strings.Contains(runs[3], "-S 2026-11-21T12:05:00 -E 2026-11-21T12:17:00") {
+		t.Errorf("sacct runs %q", runs)
+	}
+}
+
+func TestParseSince(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Time{
+		"24h":                       now.Add(-24 * time.Hour),
+		"2026-01-01":                time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		"2026-01-01T06:30:00":       time.Date(2026, 1, 1, 6, 30, 0, 0, time.UTC),
+		"2026-01-01T06:30:00+01:00": time.Date(2026, 1, 1, 5, 30, 0, 0, time.UTC),
+	} {
+		if got, err := ParseSince(in, now, time.UTC); err != nil || !got.Equal(want) {
+			t.Errorf("ParseSince(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "-1h", "yesterday"} {
+		if _, err := ParseSince(bad, now, time.UTC); err == nil {
+			t.Errorf("ParseSince(%q) accepted", bad)
+		}
+	}
+}

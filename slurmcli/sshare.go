@@ -1,0 +1,104 @@
+package slurmcli
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Share is one association of `sshare -a -P -l`: an account (User empty)
+// or a user within an account. Values sshare leaves empty are NaN.
+type Share struct {
+	Account string
+	User    string
+	Depth   int // 0 for root; sshare indents children by one space per level
+
+	RawShares      float64
+	NormShares     float64
+	RawUsage       float64
+	EffectiveUsage float64
+	FairShare      float64
+	LevelFS        float64
+}
+
+// SshareArgs are the arguments; the header is kept so that columns are
+// found by name, whatever the version adds or reorders.
+var SshareArgs = []string{"-a", "-P", "-l"}
+
+// ParseSshare reads `sshare -a -P -l` output (with its header line).
+func ParseSshare(r io.Reader) ([]Share, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	if !sc.Scan() {
+		if err := sc.Err(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("sshare: empty output")
+	}
+	header := strings.Split(sc.Text(), "|")
+	col := map[string]int{}
+	for i, h := range header {
+		if _, dup := col[strings.TrimSpace(h)]; !dup {
+			col[strings.TrimSpace(h)] = i
+		}
+	}
+	for _, need := range []string{"Account", "User"} {
+		if _, ok := col[need]; !ok {
+			return nil, fmt.Errorf("sshare: no %s column in header %q", need, sc.Text())
+		}
+	}
+	var out []Share
+	line := 1
+	for sc.Scan() {
+		line++
+		text := sc.Text()
+		if strings.TrimSpace(text) == "" {
+			continue
+		}
+		f := strings.Split(text, "|")
+		if len(f) < len(header) {
+			return nil, fmt.Errorf("sshare line %d: %d fields, header has %d", line, len(f), len(header))
+		}
+		get := func(name string) string {
+			if i, ok := col[name]; ok {
+				return f[i]
+			}
+			return ""
+		}
+		acct := get("Account")
+		s := Share{
+			Account: strings.TrimLeft(acct, " "),
+			User:    strings.TrimSpace(get("User")),
+			Depth:   len(acct) - len(strings.TrimLeft(acct, " ")),
+
+			RawShares:      shareNum(get("RawShares")),
+			NormShares:     shareNum(get("NormShares")),
+			RawUsage:       shareNum(get("RawUsage")),
+			EffectiveUsage: shareNum(get("EffectvUsage")),
+			FairShare:      shareNum(get("FairShare")),
+			LevelFS:        shareNum(get("LevelFS")),
+		}
+		if s.Account == "" {
+			return nil, fmt.Errorf("sshare line %d: empty account", line)
+		}
+		out = append(out, s)
+	}
+	return out, sc.Err()
+}
+
+// shareNum reads a number; empty, "parent" and junk are NaN, "inf" is +Inf
+// (LevelFS of an association with no usage).
+func shareNum(s string) float64 {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return math.NaN()
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return v
+}
