@@ -28,7 +28,7 @@ demo: build
 
 DEMO_FLAGS = --web.listen-address=$(DEMO_ADDR) \
 	--path.cgroupfs=testdata/demo/cgroup --path.procfs=testdata/demo/proc --path.sysfs=testdata/demo/sys \
-	--slurm.job-props-dir=testdata/demo/props --slurm.scontrol-fallback=false \
+	--slurm.job-props-dir=testdata/demo/props --slurm.scontrol-fallback=false --collector.ebpf=false \
 	--power.ipmi-command="cat testdata/power/ipmi/good.txt" --power.emissions.country=FR \
 	--gpu.backend=fake --gpu.fake-file=testdata/gpu/demo.json --gpu.job-mapping-dir=testdata/gpu/demo-mapping
 
@@ -48,6 +48,11 @@ e2e: build
 bench:
 	$(GO) test -run '^$$' -bench 'Scrape' -benchmem -count 6 ./collector/ | tee bench.out
 	$(GO) run ./internal/benchrss -jobs 128,512
+
+# ns per sched_switch event (kernel BPF stats) against an empty program, and
+# perf bench sched pipe with and without jobscope (root).
+bench-bpf:
+	JOBSCOPE_BENCH_BPF=1 $(GO) test ./bpf/ -run '^TestBenchBPF$$' -count=1 -v
 
 generate:
 	$(GO) generate ./...

@@ -45,7 +45,7 @@ func newCgroupDescs() cgroupDescs {
 		cpus: jobDesc("slurm_job_cpus",
 			"CPUs the job may run on (cpuset.cpus.effective on v2, cpuset.cpus on v1)."),
 		cpuCore: jobDesc("slurm_job_cpu_core_seconds_total",
-			"CPU time of the job per allocated core (v1 cpuacct.usage_percpu; on v2 from the ebpf collector's sched_switch accounting). One source per node.", "core"),
+			"CPU time of the job per core: the ebpf collector's sched_switch accounting while it is loaded (v1 and v2), else v1 cpuacct.usage_percpu for the allocated cores. One source per node.", "core"),
 		cpuPeriods: jobDesc("slurm_job_cpu_periods_total",
 			"CFS bandwidth enforcement periods of the job cgroup (cpu.stat nr_periods); 0 without a CPU quota."),
 		cpuThrottled: jobDesc("slurm_job_cpu_throttled_periods_total",

@@ -41,3 +41,8 @@ func (s *Shared) Set(key string, o any) {
 	defer s.mu.Unlock()
 	s.objs[key] = o
 }
+
+// EBPFLoadedKey is the Shared key under which the ebpf collector says it
+// counts IO; while it holds a value other than false, the process
+// collector's procfs IO fallback stays off.
+const EBPFLoadedKey = "ebpf.loaded"

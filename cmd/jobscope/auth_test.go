@@ -33,7 +33,7 @@ func TestBasicAuthAndGracefulShutdown(t *testing.T) {
 	go func() {
 		done <- run([]string{"--web.listen-address=" + addr, "--web.config.file=" + cfg, "--log.level=error",
 			"--path.cgroupfs=" + filepath.Join(root, "cgroup"), "--path.procfs=" + filepath.Join(root, "proc"),
-			"--slurm.scontrol-fallback=false"})
+			"--slurm.scontrol-fallback=false", "--collector.ebpf=false"})
 	}()
 	url := "http://" + addr + "/metrics"
 	var resp *http.Response

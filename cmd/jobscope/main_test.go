@@ -23,7 +23,7 @@ func demoOptions(t *testing.T) (*options, *collector.Set, *pflag.FlagSet) {
 	err := fs.Parse([]string{
 		"--path.cgroupfs=" + filepath.Join(root, "cgroup"), "--path.procfs=" + filepath.Join(root, "proc"),
 		"--path.sysfs=" + filepath.Join(root, "sys"), "--slurm.job-props-dir=" + filepath.Join(root, "props"),
-		"--slurm.scontrol-fallback=false",
+		"--slurm.scontrol-fallback=false", "--collector.ebpf=false",
 	})
 	if err != nil {
 		t.Fatal(err)

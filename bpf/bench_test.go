@@ -1,0 +1,138 @@
+//go:build linux
+
+package bpf
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+)
+
+// TestBenchBPF is `make bench-bpf`: it prints figures and asserts none
+// (timings on a shared 2-core machine are noise-prone). Run with
+// JOBSCOPE_BENCH_BPF=1 as root. It reports
+//   - ns per sched_switch run of account_switch and of an empty tp_btf
+//     program attached in the same run, from the kernel's BPF statistics,
+//     while `perf bench sched pipe` switches inside a v1 job cgroup, and
+//   - perf bench sched pipe usecs/op with and without jobscope attached,
+//     alternating, with medians.
+func TestBenchBPF(t *testing.T) {
+	if os.Getenv("JOBSCOPE_BENCH_BPF") == "" {
+		t.Skip("benchmark: set JOBSCOPE_BENCH_BPF=1 (make bench-bpf)")
+	}
+	needRoot(t)
+	perf, err := exec.LookPath("perf")
+	if err != nil {
+		t.Skip("perf not installed (apt-get install linux-perf)")
+	}
+	v2, v1 := mounts(t)
+	if v1["cpuacct"] == "" {
+		t.Skip("needs the v1 cpuacct hierarchy for the job cgroup")
+	}
+	loops, rounds := 200000, 7
+	if s := os.Getenv("JOBSCOPE_BENCH_LOOPS"); s != "" {
+		loops, _ = strconv.Atoi(s)
+	}
+	job := newV1Job(t, map[string]string{"cpuacct": v1["cpuacct"]})
+	pipe := func() float64 {
+		// The shell joins the job cgroup, then becomes perf: every switch of
+		// the benchmark is a job task's. One CPU: each op is two switches
+		// there, with no cross-CPU wakeup noise.
+		cmd := exec.Command("sh", "-c", fmt.Sprintf("echo $$ > %s && exec taskset -c 1 %s bench sched pipe -l %d",
+			filepath.Join(job.taskDir["cpuacct"], "cgroup.procs"), perf, loops))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("perf bench: %v\n%s", err, out)
+		}
+		m := regexp.MustCompile(`([0-9.]+) usecs/op`).FindSubmatch(out)
+		if m == nil {
+			t.Fatalf("perf bench output: %s", out)
+		}
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		return v
+	}
+
+	// 1. ns per event, both programs in the same run.
+	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		t.Fatalf("enable BPF stats: %v", err)
+	}
+	spec, err := loadBench()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var empty benchObjects
+	if err := spec.LoadAndAssign(&empty, nil); err != nil {
+		t.Fatal(err)
+	}
+	el, err := link.AttachTracing(link.TracingOptions{Program: empty.EmptySwitch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := Load(Config{MaxJobs: 256, V2JobLevel: 3, V1Subsys: V1Cpuacct, V1JobLevel: 3, CgroupV2: v2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := [2]*ebpf.ProgramStats{progStats(t, empty.EmptySwitch), progStats(t, o.Program("account_switch"))}
+	start := time.Now()
+	pipe()
+	after := [2]*ebpf.ProgramStats{progStats(t, empty.EmptySwitch), progStats(t, o.Program("account_switch"))}
+	perEvent := func(i int) (float64, uint64) {
+		n := after[i].RunCount - before[i].RunCount
+		return float64(after[i].Runtime-before[i].Runtime) / float64(max(n, 1)), n
+	}
+	ens, en := perEvent(0)
+	ans, an := perEvent(1)
+	t.Logf("sched_switch, %d loops of perf bench sched pipe in a job (%.1fs):", loops, time.Since(start).Seconds())
+	t.Logf("  empty tp_btf program:   %7.1f ns/event over %d events", ens, en)
+	t.Logf("  account_switch:         %7.1f ns/event over %d events (%.2fx empty; target <= 2.5x)", ans, an, ans/ens)
+	el.Close()
+	empty.Close()
+	stats.Close()
+	o.Close()
+
+	// 2. perf bench with and without, alternating (no BPF stats: they cost
+	// ~20 ns per run themselves).
+	var with, without []float64
+	for i := 0; i < rounds; i++ {
+		without = append(without, pipe())
+		o, err := Load(Config{MaxJobs: 256, V2JobLevel: 3, V1Subsys: V1Cpuacct, V1JobLevel: 3, CgroupV2: v2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		with = append(with, pipe())
+		o.Close()
+	}
+	mw, mo := median(with), median(without)
+	t.Logf("perf bench sched pipe -l %d, %d alternating runs each, median usecs/op:", loops, rounds)
+	t.Logf("  without jobscope: %.3f %v", mo, without)
+	t.Logf("  with jobscope:    %.3f %v (%+.1f%%)", mw, with, 100*(mw-mo)/mo)
+}
+
+func progStats(t *testing.T, p *ebpf.Program) *ebpf.ProgramStats {
+	t.Helper()
+	s, err := p.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
