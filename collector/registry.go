@@ -5,6 +5,7 @@ package collector
 func Factories() []Factory {
 	return []Factory{
 		CgroupFactory(),
+		ProcessFactory(),
 		EBPFFactory(),
 		SlurmJobsFactory(),
 		SlurmNodesFactory(),
