@@ -5,15 +5,10 @@ package collector
 func Factories() []Factory {
 	return []Factory{
 		CgroupFactory(),
-		ProcessFactory(),
 		EBPFFactory(),
-		SlurmJobsFactory(),
-		SlurmNodesFactory(),
-		SlurmFairshareFactory(),
-		SlurmSchedulerFactory(),
-		SlurmCommandsFactory(),
-		SlurmSacctFactory(),
+		ProcessFactory(),
 		GPUFactory(),
 		PowerFactory(),
+		SlurmJobsFactory(), SlurmNodesFactory(), SlurmFairshareFactory(), SlurmSchedulerFactory(), SlurmCommandsFactory(), SlurmSacctFactory(),
 	}
 }
