@@ -35,7 +35,7 @@ type badRun struct {
 	logs     *bytes.Buffer
 }
 
-func newBadRun(t *testing.T, root string, open func(string) (*os.File, error)) *badRun {
+func newBadRun(t *testing.T, root string, fault func(string) error) *badRun {
 	t.Helper()
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
@@ -45,7 +45,7 @@ func newBadRun(t *testing.T, root string, open func(string) (*os.File, error)) *
 		StartTime: func(string) int64 { return 1 },
 	})
 	problems := NewProblems(log)
-	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys"), Open: open})
+	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys"), Fault: fault})
 	return &badRun{NewExporter(map[string]Collector{"cgroup": c}, disc, problems, log, BuildInfo{}), problems, logs}
 }
 
@@ -118,11 +118,11 @@ func TestBadCgroupFiles(t *testing.T) {
 func TestPermissionDenied(t *testing.T) {
 	root := badNode(t)
 	denied := filepath.Join(root, job100, "memory.stat")
-	r := newBadRun(t, root, func(p string) (*os.File, error) {
+	r := newBadRun(t, root, func(p string) error {
 		if p == denied {
-			return nil, &fs.PathError{Op: "open", Path: p, Err: fs.ErrPermission}
+			return &fs.PathError{Op: "open", Path: p, Err: fs.ErrPermission}
 		}
-		return os.Open(p)
+		return nil
 	})
 	out := r.scrape(t)
 	if countSeries(out, `slurm_job_memory_stat_bytes{account="physics"`) != 0 {
@@ -142,14 +142,14 @@ func TestJobRemovedMidScrape(t *testing.T) {
 	root := badNode(t)
 	jobDir := filepath.Join(root, job100)
 	removed := false
-	r := newBadRun(t, root, func(p string) (*os.File, error) {
-		if strings.HasPrefix(p, jobDir) && !removed {
+	r := newBadRun(t, root, func(p string) error {
+		// Remove the job after its directory was opened, before its
+		// second file is read.
+		if strings.HasPrefix(p, jobDir+"/memory.peak") && !removed {
 			removed = true
-			if err := os.RemoveAll(jobDir); err != nil {
-				return nil, err
-			}
+			return os.RemoveAll(jobDir)
 		}
-		return os.Open(p)
+		return nil
 	})
 	out := r.scrape(t)
 	if countSeries(out, `slurm_job_memory_usage_bytes{account="chemistry",jobid="101"`) != 1 {

@@ -49,7 +49,7 @@ func benchTree(b *testing.B, n int) string {
 	if root, ok := benchTrees[n]; ok {
 		return root
 	}
-	root, err := os.MkdirTemp("", "jobscope-bench-")
+	root, err := os.MkdirTemp(fixturegen.BenchDir(), "jobscope-bench-")
 	if err != nil {
 		b.Fatal(err)
 	}

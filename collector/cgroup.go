@@ -1,9 +1,9 @@
 package collector
 
 import (
-	"os"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
@@ -34,8 +34,9 @@ func CgroupFactory() Factory {
 type CgroupOptions struct {
 	Workers int
 	SysFS   string // for block device names
-	// Open replaces os.Open for cgroup files (tests fake permission errors).
-	Open func(string) (*os.File, error)
+	// Fault, when set, is asked before each open (tests fake permission
+	// errors and vanishing cgroups).
+	Fault func(path string) error
 	// PerCoreFromEBPF, when it returns true, leaves slurm_job_cpu_core_seconds_total
 	// to the ebpf collector so one node has one source for it.
 	PerCoreFromEBPF func() bool
@@ -61,6 +62,8 @@ type cgroupCollector struct {
 	opts    CgroupOptions
 	d       cgroupDescs
 	devices *deviceNames
+	pairs   *pairCache
+	static  *staticFiles
 	readers sync.Pool
 }
 
@@ -72,10 +75,11 @@ func NewCgroupCollector(opts CgroupOptions) Collector {
 	if opts.SysFS == "" {
 		opts.SysFS = "/sys"
 	}
-	c := &cgroupCollector{opts: opts, d: newCgroupDescs(), devices: newDeviceNames(opts.SysFS)}
+	c := &cgroupCollector{opts: opts, d: newCgroupDescs(), devices: newDeviceNames(opts.SysFS), pairs: newPairCache(),
+		static: newStaticFiles(time.Now)}
 	c.readers.New = func() any {
-		if opts.Open != nil {
-			return cgroupfs.NewReaderWithOpen(opts.Open)
+		if opts.Fault != nil {
+			return cgroupfs.NewReaderWithFault(opts.Fault)
 		}
 		return cgroupfs.NewReader()
 	}
@@ -94,12 +98,14 @@ func (c *cgroupCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error 
 			r := c.readers.Get().(*cgroupfs.Reader)
 			defer c.readers.Put(r)
 			for j := range work {
-				jr := &jobReader{r: r, s: s, ch: ch, d: &c.d, job: j, labels: j.Labels(), devices: c.devices}
+				jr := &jobReader{r: r, s: s, ch: ch, d: &c.d, job: j, devices: c.devices,
+					series: newJobSeries(j.Labels(), c.pairs), static: c.static}
 				if j.Version == 2 {
 					jr.v2()
 				} else {
 					jr.v1(perCore)
 				}
+				jr.close()
 			}
 		}()
 	}
@@ -112,6 +118,7 @@ func (c *cgroupCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error 
 	}
 	close(work)
 	wg.Wait()
+	c.static.endScrape()
 	return s.Context().Err()
 }
 

@@ -13,6 +13,9 @@ type cgroupDescs struct {
 	cpuUsage, cpuMode, cpus, cpuCore           *prometheus.Desc
 	cpuPeriods, cpuThrottled, cpuThrottledTime *prometheus.Desc
 	pressure, ioBytes, ioOps, pids, pidsLimit  *prometheus.Desc
+
+	// extra holds each descriptor's label names after the job labels.
+	extra map[*prometheus.Desc][]string
 }
 
 func jobDesc(name, help string, extra ...string) *prometheus.Desc {
@@ -20,6 +23,15 @@ func jobDesc(name, help string, extra ...string) *prometheus.Desc {
 }
 
 func newCgroupDescs() cgroupDescs {
+	d := cgroupDescList()
+	d.extra = map[*prometheus.Desc][]string{}
+	for _, desc := range DescsOf(d) {
+		d.extra[desc] = extraLabelNames(desc)
+	}
+	return d
+}
+
+func cgroupDescList() cgroupDescs {
 	return cgroupDescs{
 		info: prometheus.NewDesc("slurm_job_info",
 			"Slurm job running on this node; metadata from the prolog's job-props directory, a job process's environment or scontrol (metadata_source). Always 1.",

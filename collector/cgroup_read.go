@@ -18,9 +18,49 @@ type jobReader struct {
 	ch      chan<- prometheus.Metric
 	d       *cgroupDescs
 	job     *discovery.Job
-	labels  []string
 	devices *deviceNames
+	series  *jobSeries
+	static  *staticFiles
 	gone    bool // the job's cgroup vanished: stop quietly
+	dirs    []cgroupfs.Dir
+}
+
+// dir returns the open directory for path, opening it on first use; a job
+// directory that cannot be opened because it is gone ends the job quietly.
+func (jr *jobReader) dir(path string) (cgroupfs.Dir, bool) {
+	for _, d := range jr.dirs {
+		if d.Path() == path {
+			return d, true
+		}
+	}
+	d, err := jr.r.OpenDir(path)
+	if err != nil {
+		jr.fail(err, true)
+		return d, false
+	}
+	jr.dirs = append(jr.dirs, d)
+	return d, true
+}
+
+// close releases the job's open directories.
+func (jr *jobReader) close() {
+	for _, d := range jr.dirs {
+		d.Close()
+	}
+	jr.dirs = jr.dirs[:0]
+}
+
+func (jr *jobReader) fail(err error, isDir bool) {
+	switch {
+	case cgroupfs.Gone(err):
+		if isDir {
+			jr.gone = true
+		}
+	case errors.Is(err, os.ErrPermission):
+		jr.s.Problem("permission_denied", err)
+	default:
+		jr.s.Problem("read_failed", err)
+	}
 }
 
 // read returns a file's content, or nil when it is absent (the kernel or
@@ -29,19 +69,21 @@ func (jr *jobReader) read(dir, name string) []byte {
 	if jr.gone || dir == "" {
 		return nil
 	}
-	b, err := jr.r.Read(filepath.Join(dir, name))
-	switch {
-	case err == nil:
-		return b
-	case cgroupfs.Gone(err):
-		if _, serr := os.Stat(dir); serr != nil {
-			jr.gone = true
-		}
-	case errors.Is(err, os.ErrPermission):
-		jr.s.Problem("permission_denied", err)
-	default:
-		jr.s.Problem("read_failed", err)
+	d, ok := jr.dir(dir)
+	if !ok {
+		return nil
 	}
+	b, err := jr.r.ReadIn(d, name)
+	if err == nil {
+		return b
+	}
+	if cgroupfs.Gone(err) {
+		// An absent file is a kernel without it; a removed directory is a
+		// job that ended mid-scrape. Both are silent.
+		jr.gone = d.Removed()
+		return nil
+	}
+	jr.fail(err, false)
 	return nil
 }
 
@@ -50,11 +92,7 @@ func (jr *jobReader) malformed(dir, name string, err error) {
 }
 
 func (jr *jobReader) emit(desc *prometheus.Desc, t prometheus.ValueType, v float64, extra ...string) {
-	lv := jr.labels
-	if len(extra) > 0 {
-		lv = append(append(make([]string, 0, len(lv)+len(extra)), lv...), extra...)
-	}
-	jr.ch <- prometheus.MustNewConstMetric(desc, t, v, lv...)
+	jr.ch <- jr.series.metric(desc, jr.d.extra[desc], t, v, extra...)
 }
 
 // uintFile emits a file holding one number, divided by div (to base units).
@@ -71,9 +109,22 @@ func (jr *jobReader) uintFile(dir, name string, desc *prometheus.Desc, t prometh
 	jr.emit(desc, t, float64(v)/div, extra...)
 }
 
+// readStatic is read for files that rarely change (limits, cpusets).
+func (jr *jobReader) readStatic(dir, name string) []byte {
+	path := dir + "/" + name
+	if b, ok := jr.static.get(path); ok {
+		return b
+	}
+	b := jr.read(dir, name)
+	if b != nil {
+		jr.static.put(path, b)
+	}
+	return b
+}
+
 // limitFile emits a limit unless it is unlimited; it returns the value.
 func (jr *jobReader) limitFile(dir, name string, desc *prometheus.Desc) (uint64, bool) {
-	b := jr.read(dir, name)
+	b := jr.readStatic(dir, name)
 	if b == nil {
 		return 0, false
 	}
@@ -90,17 +141,25 @@ func (jr *jobReader) limitFile(dir, name string, desc *prometheus.Desc) (uint64,
 
 // flat parses a flat-keyed file; a malformed line is reported, the good
 // lines still count.
-func (jr *jobReader) flat(dir, name string, fn func(k string, v uint64)) bool {
+// fn returns the key it emitted a series for ("" for none); keys must be
+// constants or canonical strings, which is what makes dedup cheap.
+func (jr *jobReader) flat(dir, name string, fn func(k []byte, v uint64) string) bool {
 	b := jr.read(dir, name)
 	if b == nil {
 		return false
 	}
-	seen := make(map[string]bool, 32)
-	err := cgroupfs.ParseFlatKeyed(b, func(k string, v uint64) {
+	var seen [40]string
+	n := 0
+	err := cgroupfs.ParseFlatKeyed(b, func(k []byte, v uint64) {
 		// A garbage file may repeat a key; a repeated series would fail the scrape.
-		if !seen[k] {
-			seen[k] = true
-			fn(k, v)
+		for _, s := range seen[:n] {
+			if s == string(k) {
+				return
+			}
+		}
+		if e := fn(k, v); e != "" && n < len(seen) {
+			seen[n] = e
+			n++
 		}
 	})
 	if err != nil {
@@ -111,7 +170,7 @@ func (jr *jobReader) flat(dir, name string, fn func(k string, v uint64)) bool {
 
 // cpuCount emits the number of CPUs in a cpuset file and returns them.
 func (jr *jobReader) cpuset(dir, name string) []int {
-	b := jr.read(dir, name)
+	b := jr.readStatic(dir, name)
 	if b == nil {
 		return nil
 	}

@@ -28,21 +28,27 @@ func (jr *jobReader) v1(perCore bool) {
 		jr.uintFile(mem, "memory.usage_in_bytes", jr.d.memUsage, prometheus.GaugeValue, 1)
 		jr.uintFile(mem, "memory.max_usage_in_bytes", jr.d.memPeak, prometheus.GaugeValue, 1)
 		limit, limited := jr.limitFile(mem, "memory.limit_in_bytes", jr.d.memLimit)
-		jr.flat(mem, "memory.stat", func(k string, v uint64) {
-			if name, ok := memStatV1[k]; ok {
+		jr.flat(mem, "memory.stat", func(k []byte, v uint64) string {
+			if name, ok := memStatV1[string(k)]; ok {
 				jr.emit(jr.d.memStat, prometheus.GaugeValue, float64(v), name)
-			} else if k == "total_swap" {
-				jr.emit(jr.d.swapUsage, prometheus.GaugeValue, float64(v))
+				return name
 			}
+			if string(k) == "total_swap" {
+				jr.emit(jr.d.swapUsage, prometheus.GaugeValue, float64(v))
+				return "total_swap"
+			}
+			return ""
 		})
 		if memsw, ok := jr.limitFile(mem, "memory.memsw.limit_in_bytes", nil); ok && limited &&
 			memsw != cgroupfs.Unlimited && limit != cgroupfs.Unlimited && memsw >= limit {
 			jr.emit(jr.d.swapLimit, prometheus.GaugeValue, float64(memsw-limit))
 		}
-		jr.flat(mem, "memory.oom_control", func(k string, v uint64) {
-			if k == "oom_kill" {
+		jr.flat(mem, "memory.oom_control", func(k []byte, v uint64) string {
+			if string(k) == "oom_kill" {
 				jr.emit(jr.d.memEvents, prometheus.CounterValue, float64(v), "oom_kill")
+				return "oom_kill"
 			}
+			return ""
 		})
 		jr.uintFile(mem, "memory.failcnt", jr.d.memEvents, prometheus.CounterValue, 1, "max")
 	}
@@ -52,25 +58,33 @@ func (jr *jobReader) v1(perCore bool) {
 	}
 	if acct := jr.job.V1["cpuacct"]; acct != "" {
 		jr.uintFile(acct, "cpuacct.usage", jr.d.cpuUsage, prometheus.CounterValue, 1e9)
-		jr.flat(acct, "cpuacct.stat", func(k string, v uint64) {
-			if k == "user" || k == "system" {
-				jr.emit(jr.d.cpuMode, prometheus.CounterValue, float64(v)/cpuacctHZ, k)
+		jr.flat(acct, "cpuacct.stat", func(k []byte, v uint64) string {
+			for _, mode := range [...]string{"user", "system"} {
+				if string(k) == mode {
+					jr.emit(jr.d.cpuMode, prometheus.CounterValue, float64(v)/cpuacctHZ, mode)
+					return mode
+				}
 			}
+			return ""
 		})
 		if perCore {
 			jr.perCore(acct, cpus)
 		}
 	}
 	if cpu := jr.job.V1["cpu"]; cpu != "" {
-		jr.flat(cpu, "cpu.stat", func(k string, v uint64) {
-			switch k {
+		jr.flat(cpu, "cpu.stat", func(k []byte, v uint64) string {
+			switch string(k) {
 			case "nr_periods":
 				jr.emit(jr.d.cpuPeriods, prometheus.CounterValue, float64(v))
+				return "nr_periods"
 			case "nr_throttled":
 				jr.emit(jr.d.cpuThrottled, prometheus.CounterValue, float64(v))
+				return "nr_throttled"
 			case "throttled_time":
 				jr.emit(jr.d.cpuThrottledTime, prometheus.CounterValue, float64(v)/1e9)
+				return "throttled_time"
 			}
+			return ""
 		})
 	}
 	if blk := jr.job.V1["blkio"]; blk != "" {

@@ -6,12 +6,20 @@ import (
 	"github.com/jobscope/jobscope/collector/cgroupfs"
 )
 
-// memStatV2 are the memory.stat keys exported, by their v2 names.
-var memStatV2 = map[string]bool{
-	"anon": true, "file": true, "shmem": true, "file_mapped": true, "file_dirty": true, "file_writeback": true,
-	"anon_thp": true, "file_thp": true, "shmem_thp": true, "active_anon": true, "inactive_anon": true,
-	"active_file": true, "inactive_file": true, "unevictable": true, "kernel": true, "kernel_stack": true,
-	"pagetables": true, "sock": true, "slab": true, "swapcached": true,
+// memStatV2 are the memory.stat keys exported (key to itself, so a lookup
+// by bytes yields a string without allocating).
+var memStatV2 = identity("anon", "file", "kernel", "shmem", "file_mapped", "file_dirty", "file_writeback",
+	"anon_thp", "active_anon", "inactive_anon", "active_file", "inactive_file", "unevictable", "sock")
+
+// memEventsV2 are memory.events' keys.
+var memEventsV2 = identity("low", "high", "max", "oom", "oom_kill", "oom_group_kill")
+
+func identity(keys ...string) map[string]string {
+	m := make(map[string]string, len(keys))
+	for _, k := range keys {
+		m[k] = k
+	}
+	return m
 }
 
 // v2 reads the job-level directory of a cgroup v2 job. Every counter there
@@ -24,31 +32,44 @@ func (jr *jobReader) v2() {
 	}
 	jr.uintFile(dir, "memory.peak", jr.d.memPeak, prometheus.GaugeValue, 1)
 	jr.limitFile(dir, "memory.max", jr.d.memLimit)
-	jr.flat(dir, "memory.stat", func(k string, v uint64) {
-		if memStatV2[k] {
-			jr.emit(jr.d.memStat, prometheus.GaugeValue, float64(v), k)
+	jr.flat(dir, "memory.stat", func(k []byte, v uint64) string {
+		name, ok := memStatV2[string(k)]
+		if ok {
+			jr.emit(jr.d.memStat, prometheus.GaugeValue, float64(v), name)
 		}
+		return name
 	})
 	jr.uintFile(dir, "memory.swap.current", jr.d.swapUsage, prometheus.GaugeValue, 1)
 	jr.limitFile(dir, "memory.swap.max", jr.d.swapLimit)
-	jr.flat(dir, "memory.events", func(k string, v uint64) {
-		jr.emit(jr.d.memEvents, prometheus.CounterValue, float64(v), k)
+	jr.flat(dir, "memory.events", func(k []byte, v uint64) string {
+		name, ok := memEventsV2[string(k)]
+		if ok {
+			jr.emit(jr.d.memEvents, prometheus.CounterValue, float64(v), name)
+		}
+		return name
 	})
-	jr.flat(dir, "cpu.stat", func(k string, v uint64) {
-		switch k {
+	jr.flat(dir, "cpu.stat", func(k []byte, v uint64) string {
+		switch string(k) {
 		case "usage_usec":
 			jr.emit(jr.d.cpuUsage, prometheus.CounterValue, float64(v)/1e6)
+			return "usage_usec"
 		case "user_usec":
 			jr.emit(jr.d.cpuMode, prometheus.CounterValue, float64(v)/1e6, "user")
+			return "user_usec"
 		case "system_usec":
 			jr.emit(jr.d.cpuMode, prometheus.CounterValue, float64(v)/1e6, "system")
+			return "system_usec"
 		case "nr_periods":
 			jr.emit(jr.d.cpuPeriods, prometheus.CounterValue, float64(v))
+			return "nr_periods"
 		case "nr_throttled":
 			jr.emit(jr.d.cpuThrottled, prometheus.CounterValue, float64(v))
+			return "nr_throttled"
 		case "throttled_usec":
 			jr.emit(jr.d.cpuThrottledTime, prometheus.CounterValue, float64(v)/1e6)
+			return "throttled_usec"
 		}
+		return ""
 	})
 	if jr.cpuset(dir, "cpuset.cpus.effective") == nil && !jr.gone {
 		jr.cpuset(dir, "cpuset.cpus")

@@ -33,7 +33,7 @@ func TestExporterDeadlineAndPanic(t *testing.T) {
 			return nil
 		}),
 		"panics": funcCollector(func(s *Scrape, ch chan<- prometheus.Metric) error { panic("boom") }),
-		"nodata":  funcCollector(func(s *Scrape, ch chan<- prometheus.Metric) error { return ErrNoData }),
+		"nodata": funcCollector(func(s *Scrape, ch chan<- prometheus.Metric) error { return ErrNoData }),
 		"fails": funcCollector(func(s *Scrape, ch chan<- prometheus.Metric) error {
 			return errors.New("broken")
 		}),

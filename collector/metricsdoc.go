@@ -58,3 +58,17 @@ func section(b *strings.Builder, title, help string, descs []*prometheus.Desc) {
 	}
 	b.WriteString("\n")
 }
+
+// extraLabelNames returns a per-job descriptor's label names after jobid,
+// user and account.
+func extraLabelNames(d *prometheus.Desc) []string {
+	m := descRe.FindStringSubmatch(d.String())
+	if m == nil || m[3] == "" {
+		return nil
+	}
+	names := strings.Split(m[3], ",")
+	if len(names) <= len(jobLabelNames) {
+		return nil
+	}
+	return names[len(jobLabelNames):]
+}

@@ -42,8 +42,8 @@ func (u *cgroupUsage) JobUsage(j *discovery.Job) (float64, float64, error) {
 			return 0, 0, err
 		}
 		found := false
-		_ = cgroupfs.ParseFlatKeyed(b, func(k string, v uint64) {
-			if k == "usage_usec" {
+		_ = cgroupfs.ParseFlatKeyed(b, func(k []byte, v uint64) {
+			if string(k) == "usage_usec" {
 				cpu, found = float64(v)/1e6, true
 			}
 		})

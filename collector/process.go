@@ -187,6 +187,7 @@ func (c *processCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error
 	var ri procReadIssues
 	seen := make(map[*procJobAcct]bool)
 	var err error
+	discovery.PrefetchPIDs(s.Jobs(), 4)
 	for _, j := range s.Jobs() {
 		if err = s.Context().Err(); err != nil {
 			err = fmt.Errorf("process: %d jobs left unread: %w", len(s.Jobs())-len(seen), err)

@@ -44,9 +44,10 @@ func ParseLimit(b []byte) (uint64, error) {
 }
 
 // ParseFlatKeyed parses "key value" lines (memory.stat, cpu.stat,
-// memory.events, cpuacct.stat) calling fn for each numeric pair.
-// Lines that do not parse are skipped; an error says some did.
-func ParseFlatKeyed(b []byte, fn func(key string, v uint64)) error {
+// memory.events, cpuacct.stat) calling fn for each numeric pair; key points
+// into b (no allocation per line). Lines that do not parse are skipped; an
+// error says some did.
+func ParseFlatKeyed(b []byte, fn func(key []byte, v uint64)) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return ErrMalformed
 	}
@@ -66,12 +67,12 @@ func ParseFlatKeyed(b []byte, fn func(key string, v uint64)) error {
 			bad = true
 			continue
 		}
-		v, err := strconv.ParseUint(string(bytes.TrimSpace(line[sp+1:])), 10, 64)
-		if err != nil {
+		v, ok := parseDecimal(bytes.TrimSpace(line[sp+1:]))
+		if !ok {
 			bad = true
 			continue
 		}
-		fn(string(line[:sp]), v)
+		fn(line[:sp], v)
 	}
 	if bad {
 		return ErrMalformed
@@ -255,4 +256,23 @@ func ParseUintList(b []byte) ([]uint64, error) {
 		return nil, ErrMalformed
 	}
 	return out, nil
+}
+
+// parseDecimal parses an unsigned decimal without converting to a string.
+func parseDecimal(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if v > (1<<64-1-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
+	}
+	return v, true
 }

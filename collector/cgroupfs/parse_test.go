@@ -35,7 +35,7 @@ func TestParsers(t *testing.T) {
 		t.Errorf("blkio: %v %v", bk, err)
 	}
 	got := map[string]uint64{}
-	if err := ParseFlatKeyed([]byte("user 4553\nsystem 27\n"), func(k string, v uint64) { got[k] = v }); err != nil || got["user"] != 4553 {
+	if err := ParseFlatKeyed([]byte("user 4553\nsystem 27\n"), func(k []byte, v uint64) { got[string(k)] = v }); err != nil || got["user"] != 4553 {
 		t.Errorf("flat: %v %v", got, err)
 	}
 }
@@ -56,6 +56,6 @@ func FuzzParsers(f *testing.F) {
 		_, _ = ParseCPUList(b)
 		_, _ = ParseUintList(b)
 		_, _ = ParseLimit(b)
-		_ = ParseFlatKeyed(b, func(string, uint64) {})
+		_ = ParseFlatKeyed(b, func([]byte, uint64) {})
 	})
 }

@@ -1,13 +1,15 @@
 // Package cgroupfs reads and parses cgroup v1 and v2 interface files.
 // Parsers are pure functions over bytes so they can be fuzzed; Reader
-// reuses one buffer so a scrape of hundreds of jobs allocates little.
+// reuses one buffer and opens files relative to an open directory, so a
+// scrape of hundreds of jobs makes few allocations and no path walks.
 package cgroupfs
 
 import (
 	"errors"
-	"io"
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // ErrTooLarge is returned for a file larger than the reader's limit.
@@ -21,28 +23,73 @@ const maxFile = 256 << 10
 // It is not safe for concurrent use: give each worker its own.
 type Reader struct {
 	buf []byte
-	// open is os.Open; tests replace it to fake errors root cannot get
-	// (permission denied).
-	open func(string) (*os.File, error)
+	// fault, when set, is asked before each open; tests use it to fake
+	// errors root cannot get (permission denied) or to remove a cgroup
+	// mid-scrape.
+	fault func(path string) error
 }
 
 // NewReader returns a Reader with a small initial buffer.
-func NewReader() *Reader { return &Reader{buf: make([]byte, 8<<10), open: os.Open} }
+func NewReader() *Reader { return &Reader{buf: make([]byte, 8<<10)} }
 
-// NewReaderWithOpen is NewReader with a replacement for os.Open (tests).
-func NewReaderWithOpen(open func(string) (*os.File, error)) *Reader {
+// NewReaderWithFault is NewReader with a fault hook (tests).
+func NewReaderWithFault(fault func(path string) error) *Reader {
 	r := NewReader()
-	r.open = open
+	r.fault = fault
 	return r
 }
 
-// Read returns the content of path. The slice is valid until the next Read.
-func (r *Reader) Read(path string) ([]byte, error) {
-	f, err := r.open(path)
-	if err != nil {
-		return nil, err
+// Dir is an open cgroup directory; files are opened relative to it.
+type Dir struct {
+	fd   int
+	path string
+}
+
+// OpenDir opens a cgroup directory for reading its files.
+func (r *Reader) OpenDir(path string) (Dir, error) {
+	if r.fault != nil {
+		if err := r.fault(path); err != nil {
+			return Dir{fd: -1}, err
+		}
 	}
-	defer f.Close()
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return Dir{fd: -1}, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return Dir{fd: fd, path: path}, nil
+}
+
+// Close releases the directory.
+func (d Dir) Close() {
+	if d.fd >= 0 {
+		_ = unix.Close(d.fd)
+	}
+}
+
+// Removed reports whether the directory has been deleted since it was
+// opened (its cgroup is gone), telling a vanished job from an absent file.
+func (d Dir) Removed() bool {
+	var st unix.Stat_t
+	return d.fd < 0 || unix.Fstat(d.fd, &st) != nil || st.Nlink == 0
+}
+
+// Path is the directory's path.
+func (d Dir) Path() string { return d.path }
+
+// ReadIn returns the content of file name in d. The slice is valid until
+// the next read.
+func (r *Reader) ReadIn(d Dir, name string) ([]byte, error) {
+	path := d.path + "/" + name
+	if r.fault != nil {
+		if err := r.fault(path); err != nil {
+			return nil, err
+		}
+	}
+	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
 	n := 0
 	for {
 		if n == len(r.buf) {
@@ -53,15 +100,32 @@ func (r *Reader) Read(path string) ([]byte, error) {
 			copy(nb, r.buf[:n])
 			r.buf = nb
 		}
-		m, err := f.Read(r.buf[n:])
-		n += m
-		if err == io.EOF || (err == nil && m == 0) {
-			return r.buf[:n], nil
+		m, err := unix.Read(fd, r.buf[n:])
+		if err == unix.EINTR {
+			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
 		}
+		if m == 0 {
+			return r.buf[:n], nil
+		}
+		n += m
 	}
+}
+
+// Read returns the content of path. The slice is valid until the next read.
+func (r *Reader) Read(path string) ([]byte, error) {
+	i := len(path) - 1
+	for i > 0 && path[i] != '/' {
+		i--
+	}
+	d, err := r.OpenDir(path[:i])
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return r.ReadIn(d, path[i+1:])
 }
 
 // Gone reports whether err means the file or its cgroup no longer exists

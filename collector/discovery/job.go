@@ -1,13 +1,14 @@
 package discovery
 
 import (
-	"bufio"
 	"bytes"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // Job is one Slurm job seen in this node's cgroups during one scrape.
@@ -64,36 +65,116 @@ func (j *Job) PIDs() []int {
 	return j.pids
 }
 
-// readProcsTree reads cgroup.procs of dir and of its sub-directories down to
-// depth levels (job -> step -> user -> task is the deepest Slurm layout).
+// readProcsTree reads cgroup.procs of a job directory and of the Slurm
+// directories below it: step_*/ (listed), and in each step slurm/, user/
+// and task_N/ (probed by name). Listing a cgroup directory reads ~60 file
+// names per call, so only the job level, whose step ids are unknown, is
+// listed; Slurm numbers a node's tasks from 0 without gaps.
 func readProcsTree(dir string, depth int) []int {
-	pids := readProcs(filepath.Join(dir, "cgroup.procs"))
+	pids := readProcs(dir)
 	if depth == 0 {
 		return pids
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return pids
-	}
-	for _, e := range entries {
-		if e.IsDir() {
-			pids = append(pids, readProcsTree(filepath.Join(dir, e.Name()), depth-1)...)
+	for _, name := range subdirs(dir) {
+		step := filepath.Join(dir, name)
+		if !strings.HasPrefix(name, "step_") {
+			pids = append(pids, readProcsTree(step, depth-1)...)
+			continue
 		}
+		pids = append(pids, readProcs(step)...)
+		pids = append(pids, readProcs(filepath.Join(step, "slurm"))...)
+		pids = append(pids, readTasks(step)...)
+		user := filepath.Join(step, "user")
+		pids = append(pids, readProcs(user)...)
+		pids = append(pids, readTasks(user)...)
 	}
 	return pids
 }
 
-func readProcs(path string) []int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
+// readTasks reads task_0, task_1, ... until one is missing.
+func readTasks(dir string) []int {
 	var pids []int
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if p, err := strconv.Atoi(sc.Text()); err == nil && p > 0 {
-			pids = append(pids, p)
+	for i := 0; i < 1<<16; i++ {
+		p, ok := readProcsOK(filepath.Join(dir, "task_"+strconv.Itoa(i)))
+		if !ok {
+			return pids
 		}
+		pids = append(pids, p...)
+	}
+	return pids
+}
+
+// PrefetchPIDs reads the pids of all jobs with a few workers, so that a
+// collector walking jobs one by one does not wait on each job's tree.
+func PrefetchPIDs(jobs []*Job, workers int) {
+	work := make(chan *Job)
+	var wg sync.WaitGroup
+	for range max(1, min(workers, len(jobs))) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				j.PIDs()
+			}
+		}()
+	}
+	for _, j := range jobs {
+		work <- j
+	}
+	close(work)
+	wg.Wait()
+}
+
+func readProcs(dir string) []int {
+	p, _ := readProcsOK(dir)
+	return p
+}
+
+var procsBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
+// readProcsOK parses dir/cgroup.procs; ok is false when it cannot be read
+// (the directory does not exist).
+func readProcsOK(dir string) (pids []int, ok bool) {
+	fd, err := unix.Open(dir+"/cgroup.procs", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer unix.Close(fd)
+	bp := procsBufs.Get().(*[]byte)
+	defer procsBufs.Put(bp)
+	buf := *bp
+	rest := 0 // bytes of an unfinished number carried to the next read
+	for {
+		n, err := unix.Read(fd, buf[rest:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n <= 0 {
+			if rest > 0 {
+				pids = appendPID(pids, buf[:rest])
+			}
+			return pids, true
+		}
+		b := buf[:rest+n]
+		for {
+			i := bytes.IndexByte(b, '\n')
+			if i < 0 {
+				break
+			}
+			pids = appendPID(pids, b[:i])
+			b = b[i+1:]
+		}
+		rest = copy(buf, b)
+		if rest == len(buf) {
+			return pids, true // a line longer than 64 KiB is no pid
+		}
+	}
+}
+
+func appendPID(pids []int, b []byte) []int {
+	p, err := strconv.Atoi(string(bytes.TrimSpace(b)))
+	if err == nil && p > 0 {
+		pids = append(pids, p)
 	}
 	return pids
 }

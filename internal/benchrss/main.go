@@ -25,6 +25,7 @@ func main() {
 	jobs := flag.String("jobs", "128,512", "comma-separated job counts")
 	bin := flag.String("bin", "bin/jobscope", "jobscope binary")
 	scrapes := flag.Int("scrapes", 30, "scrapes per tree")
+	extra := flag.String("flags", "", "extra jobscope flags, space-separated (e.g. --collector.process=false)")
 	flag.Parse()
 	fmt.Printf("%-6s %12s %12s %12s %10s %10s\n", "jobs", "median_ms", "p90_ms", "bytes", "rss_MiB", "hwm_MiB")
 	for _, s := range strings.Split(*jobs, ",") {
@@ -32,14 +33,14 @@ func main() {
 		if err != nil {
 			fail(err)
 		}
-		if err := measure(*bin, n, *scrapes); err != nil {
+		if err := measure(*bin, n, *scrapes, strings.Fields(*extra)); err != nil {
 			fail(err)
 		}
 	}
 }
 
-func measure(bin string, n, scrapes int) error {
-	dir, err := os.MkdirTemp("", "jobscope-bench-")
+func measure(bin string, n, scrapes int, extra []string) error {
+	dir, err := os.MkdirTemp(fixturegen.BenchDir(), "jobscope-bench-")
 	if err != nil {
 		return err
 	}
@@ -52,8 +53,11 @@ func measure(bin string, n, scrapes int) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(bin, "--web.listen-address="+addr, "--path.cgroupfs="+root, "--path.procfs="+dir,
-		"--slurm.scontrol-fallback=false", "--log.level=error", "--collector.process=false")
+	args := append([]string{"--web.listen-address=" + addr, "--path.cgroupfs=" + root, "--path.procfs=" + dir,
+		"--path.sysfs=" + dir, "--slurm.scontrol-fallback=false", "--log.level=error",
+		// eBPF would attach to this machine's scheduler: bench-bpf measures it.
+		"--collector.ebpf=false"}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return err

@@ -96,6 +96,9 @@ thp_collapse_alloc 0
 // step, each with slurm/ and user/task_0/ (13 directories per job), and
 // every directory has the full interface file set.
 func V2Node(dir string, n int) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
 	if err := writeFile(filepath.Join(dir, "cgroup.controllers"), contents["cgroup.controllers"]); err != nil {
 		return err
 	}
@@ -126,4 +129,14 @@ func writeFile(path, content string) error {
 		content = "0\n"
 	}
 	return os.WriteFile(path, []byte(content), 0o644)
+}
+
+// BenchDir is where benchmark trees go: tmpfs when the machine has one,
+// since cgroupfs lives in memory too and a disk-backed tree would measure
+// the disk, not jobscope.
+func BenchDir() string {
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		return "/dev/shm"
+	}
+	return os.TempDir()
 }
