@@ -191,3 +191,19 @@ func TestThousandsOfJobs(t *testing.T) {
 		t.Fatalf("got %d memory series, want %d", got, n)
 	}
 }
+
+// newBadRunV1 is newBadRun over a v1 fixture copy.
+func newBadRunV1(t *testing.T, root string) *badRun {
+	t.Helper()
+	layout, err := discovery.DetectLayout(filepath.Join(root, "cgroup"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &bytes.Buffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	disc := discovery.New(discovery.Config{Layout: layout, ProcFS: filepath.Join(root, "proc"),
+		LookupUser: lookupFixtureUser, StartTime: func(string) int64 { return 1 }})
+	problems := NewProblems(log)
+	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys")})
+	return &badRun{NewExporter(map[string]Collector{"cgroup": c}, disc, problems, log, BuildInfo{}), problems, logs}
+}

@@ -64,6 +64,7 @@ type cgroupCollector struct {
 	devices *deviceNames
 	pairs   *pairCache
 	static  *staticFiles
+	events  *v1Events
 	readers sync.Pool
 }
 
@@ -76,7 +77,7 @@ func NewCgroupCollector(opts CgroupOptions) Collector {
 		opts.SysFS = "/sys"
 	}
 	c := &cgroupCollector{opts: opts, d: newCgroupDescs(), devices: newDeviceNames(opts.SysFS), pairs: newPairCache(),
-		static: newStaticFiles(time.Now)}
+		static: newStaticFiles(time.Now), events: newV1Events()}
 	c.readers.New = func() any {
 		if opts.Fault != nil {
 			return cgroupfs.NewReaderWithFault(opts.Fault)
@@ -99,7 +100,7 @@ func (c *cgroupCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error 
 			defer c.readers.Put(r)
 			for j := range work {
 				jr := &jobReader{r: r, s: s, ch: ch, d: &c.d, job: j, devices: c.devices,
-					series: newJobSeries(j.Labels(), c.pairs), static: c.static}
+					series: newJobSeries(j.Labels(), c.pairs), static: c.static, events: c.events}
 				if j.Version == 2 {
 					jr.v2()
 				} else {
@@ -119,6 +120,7 @@ func (c *cgroupCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error 
 	close(work)
 	wg.Wait()
 	c.static.endScrape()
+	c.events.endScrape()
 	return s.Context().Err()
 }
 

@@ -49,7 +49,7 @@ func cgroupDescList() cgroupDescs {
 		swapLimit: jobDesc("slurm_job_memory_swap_limit_bytes",
 			"Swap limit of the job cgroup (v2 memory.swap.max, v1 memory.memsw.limit_in_bytes minus memory.limit_in_bytes); absent when unlimited."),
 		memEvents: jobDesc("slurm_job_memory_events_total",
-			"Memory events of the job cgroup (v2 memory.events: low, high, max, oom, oom_kill, oom_group_kill; v1: oom_kill from memory.oom_control, max from memory.failcnt).", "event"),
+			"Memory events of the job cgroup (v2 memory.events: low, high, max, oom, oom_kill, oom_group_kill; v1: oom_kill from memory.oom_control and max from memory.failcnt, summed over the job's step and task cgroups where the kernel counts them).", "event"),
 		cpuUsage: jobDesc("slurm_job_cpu_usage_seconds_total",
 			"CPU time used by the job's processes (v2 cpu.stat usage_usec, v1 cpuacct.usage)."),
 		cpuMode: jobDesc("slurm_job_cpu_seconds_total",

@@ -21,6 +21,7 @@ type jobReader struct {
 	devices *deviceNames
 	series  *jobSeries
 	static  *staticFiles
+	events  *v1Events
 	gone    bool // the job's cgroup vanished: stop quietly
 	dirs    []cgroupfs.Dir
 }

@@ -43,14 +43,7 @@ func (jr *jobReader) v1(perCore bool) {
 			memsw != cgroupfs.Unlimited && limit != cgroupfs.Unlimited && memsw >= limit {
 			jr.emit(jr.d.swapLimit, prometheus.GaugeValue, float64(memsw-limit))
 		}
-		jr.flat(mem, "memory.oom_control", func(k []byte, v uint64) string {
-			if string(k) == "oom_kill" {
-				jr.emit(jr.d.memEvents, prometheus.CounterValue, float64(v), "oom_kill")
-				return "oom_kill"
-			}
-			return ""
-		})
-		jr.uintFile(mem, "memory.failcnt", jr.d.memEvents, prometheus.CounterValue, 1, "max")
+		jr.v1MemoryEvents(mem)
 	}
 	var cpus []int
 	if cs := jr.job.V1["cpuset"]; cs != "" {

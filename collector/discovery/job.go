@@ -178,3 +178,26 @@ func appendPID(pids []int, b []byte) []int {
 	}
 	return pids
 }
+
+// StepDirs lists the step directories of a job directory and, below each,
+// its task_N directories (the v1 layout), for counters that the kernel keeps
+// per cgroup rather than per hierarchy.
+func StepDirs(jobDir string) []string {
+	var dirs []string
+	for _, name := range subdirs(jobDir) {
+		if !strings.HasPrefix(name, "step_") {
+			continue
+		}
+		step := filepath.Join(jobDir, name)
+		dirs = append(dirs, step)
+		for i := 0; i < 1<<16; i++ {
+			task := filepath.Join(step, "task_"+strconv.Itoa(i))
+			var st unix.Stat_t
+			if unix.Stat(task, &st) != nil {
+				break
+			}
+			dirs = append(dirs, task)
+		}
+	}
+	return dirs
+}
