@@ -115,3 +115,29 @@ func contains(s []string, v string) bool {
 	}
 	return false
 }
+
+func TestGzip(t *testing.T) {
+	for h, want := range map[string]bool{"gzip": true, "deflate, gzip;q=1.0": true, "gzip;q=0": false, "identity": false, "": false} {
+		if acceptsGzip(h) != want {
+			t.Errorf("%q: want %v", h, want)
+		}
+	}
+	o, set, fs := demoOptions(t)
+	logger, _ := newLogger("error", "json", io.Discard)
+	exp, err := buildExporter(o, fs, set, collector.ModeNode, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(newMux(exp, o, logger))
+	defer srv.Close()
+	// Go's client asks for gzip and decompresses transparently.
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !resp.Uncompressed || !strings.Contains(string(b), "slurm_job_info") {
+		t.Errorf("gzip response not decoded: uncompressed=%v", resp.Uncompressed)
+	}
+}

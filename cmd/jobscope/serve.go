@@ -49,19 +49,23 @@ func buildExporter(o *options, fs *pflag.FlagSet, set *collector.Set, mode colle
 }
 
 func newMux(exp *collector.Exporter, o *options, logger *slog.Logger) *http.ServeMux {
-	self := prometheus.NewRegistry()
-	self.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// One registry per scrape binds the scrape's deadline; the Go and
+	// process collectors are shared instances registered into each (two
+	// gatherers merged would check every series twice).
+	goColl := collectors.NewGoCollector()
+	procColl := collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})
 	mux := http.NewServeMux()
-	mux.HandleFunc(o.metricsPath, func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle(o.metricsPath, withGzip(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), scrapeTimeout(r, o.scrapeTimeout))
 		defer cancel()
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(exp.Bind(ctx))
-		promhttp.HandlerFor(prometheus.Gatherers{reg, self}, promhttp.HandlerOpts{
-			ErrorHandling: promhttp.ContinueOnError,
-			ErrorLog:      slog.NewLogLogger(logger.Handler(), slog.LevelError),
+		reg.MustRegister(exp.Bind(ctx), goColl, procColl)
+		promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+			ErrorHandling:      promhttp.ContinueOnError,
+			ErrorLog:           slog.NewLogLogger(logger.Handler(), slog.LevelError),
+			DisableCompression: true,
 		}).ServeHTTP(w, r)
-	})
+	})))
 	if o.metricsPath != "/" {
 		mux.HandleFunc("/", landing(exp, o))
 	}
