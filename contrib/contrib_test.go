@@ -1,0 +1,416 @@
+// Package contrib holds no Go code: its tests check the deployment kit
+// (Prometheus rules, Grafana dashboard, systemd units, Slurm prolog/epilog)
+// against the exporter's real output, so a renamed metric breaks the build
+// instead of a site's dashboards.
+package contrib
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// goldenMetrics returns every metric name in the exporter's golden outputs
+// (testdata/**/*.golden): what jobscope really prints.
+func goldenMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	names := map[string]bool{}
+	err := filepath.WalkDir("../testdata", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".golden") {
+			return err
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
+				names[strings.Fields(rest)[0]] = true
+			} else if line != "" && line[0] != '#' {
+				names[strings.FieldsFunc(line, func(r rune) bool { return r == '{' || r == ' ' })[0]] = true
+			}
+		}
+		return sc.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) < 20 {
+		t.Fatalf("only %d metric names in testdata/**/*.golden: goldens missing?", len(names))
+	}
+	return names
+}
+
+var (
+	quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|` + "`[^`]*`")
+	ident  = regexp.MustCompile(`[a-zA-Z_:][a-zA-Z0-9_:]*`)
+)
+
+// exprNames returns the jobscope metric names (slurm_*, jobscope_*) and the
+// recording-rule names (level:metric:operations) a PromQL expression reads.
+// String literals are dropped first, so label values never count.
+func exprNames(expr string) (metrics, recorded []string) {
+	for _, id := range ident.FindAllString(quoted.ReplaceAllString(expr, `""`), -1) {
+		switch {
+		case strings.Count(id, ":") >= 2:
+			recorded = append(recorded, id)
+		case strings.HasPrefix(id, "slurm_") || strings.HasPrefix(id, "jobscope_"):
+			metrics = append(metrics, id)
+		}
+	}
+	return metrics, recorded
+}
+
+// rule is what the tests read of a Prometheus rule; promtool checks the
+// full YAML syntax.
+type rule struct{ record, alert, expr string }
+
+// readRules extracts record/alert names and expressions from a rule file
+// (block scalars `expr: |` included) without a YAML dependency.
+func readRules(t *testing.T, path string) []rule {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules []rule
+	lines := strings.Split(string(b), "\n")
+	for i := 0; i < len(lines); i++ {
+		trim := strings.TrimSpace(lines[i])
+		switch {
+		case strings.HasPrefix(trim, "- record:"):
+			rules = append(rules, rule{record: strings.TrimSpace(strings.TrimPrefix(trim, "- record:"))})
+		case strings.HasPrefix(trim, "- alert:"):
+			rules = append(rules, rule{alert: strings.TrimSpace(strings.TrimPrefix(trim, "- alert:"))})
+		case strings.HasPrefix(trim, "expr:") && len(rules) > 0:
+			v := strings.TrimSpace(strings.TrimPrefix(trim, "expr:"))
+			if v == "|" || v == ">" {
+				indent := -1
+				var parts []string
+				for i+1 < len(lines) {
+					next := lines[i+1]
+					n := len(next) - len(strings.TrimLeft(next, " "))
+					if strings.TrimSpace(next) != "" && (indent >= 0 && n < indent || indent < 0 && n <= strings.Index(lines[i], "expr:")) {
+						break
+					}
+					if indent < 0 && strings.TrimSpace(next) != "" {
+						indent = n
+					}
+					parts = append(parts, next)
+					i++
+				}
+				v = strings.Join(parts, "\n")
+			}
+			rules[len(rules)-1].expr = v
+		}
+	}
+	return rules
+}
+
+func ruleFiles(t *testing.T) []string {
+	files, err := filepath.Glob("prometheus/*rules*.yml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no rule files under contrib/prometheus: %v", err)
+	}
+	return files
+}
+
+func promtool(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("JOBSCOPE_REQUIRE_PROMTOOL") != "" {
+			t.Fatal("promtool not found and JOBSCOPE_REQUIRE_PROMTOOL is set (apt-get install prometheus)")
+		}
+		t.Skip("promtool not installed (Debian: apt-get install prometheus); skipping its checks")
+	}
+	return p
+}
+
+func TestPromtoolCheckRules(t *testing.T) {
+	p := promtool(t)
+	args := append([]string{"check", "rules"}, ruleFiles(t)...)
+	if out, err := exec.Command(p, args...).CombinedOutput(); err != nil {
+		t.Fatalf("promtool check rules: %v\n%s", err, out)
+	}
+}
+
+func TestPromtoolCheckConfig(t *testing.T) {
+	p := promtool(t)
+	// The example's file_sd path does not exist here: promtool only warns.
+	if out, err := exec.Command(p, "check", "config", "prometheus/prometheus.yml").CombinedOutput(); err != nil {
+		t.Fatalf("promtool check config: %v\n%s", err, out)
+	}
+}
+
+// TestRulesUseRealMetrics: every metric a rule reads is one jobscope prints,
+// and every recorded series a rule reads is recorded by a rule.
+func TestRulesUseRealMetrics(t *testing.T) {
+	golden := goldenMetrics(t)
+	recorded := map[string]bool{}
+	var all []rule
+	for _, f := range ruleFiles(t) {
+		rs := readRules(t, f)
+		if len(rs) == 0 {
+			t.Fatalf("%s: no rules read", f)
+		}
+		for _, r := range rs {
+			if r.expr == "" {
+				t.Errorf("%s: rule %s%s has no expr", f, r.record, r.alert)
+			}
+			if r.record != "" {
+				recorded[r.record] = true
+			}
+		}
+		all = append(all, rs...)
+	}
+	var alerts []string
+	for _, r := range all {
+		ms, recs := exprNames(r.expr)
+		for _, m := range ms {
+			if !golden[m] {
+				t.Errorf("rule %s%s reads %s, which no golden output has", r.record, r.alert, m)
+			}
+		}
+		for _, rec := range recs {
+			if !recorded[rec] {
+				t.Errorf("rule %s%s reads %s, which no recording rule records", r.record, r.alert, rec)
+			}
+		}
+		if r.alert != "" {
+			alerts = append(alerts, r.alert)
+		}
+	}
+	// The alerts the deployment kit promises.
+	for _, want := range []string{"SlurmJobLowCPUUsage", "SlurmJobMemoryNearLimit", "SlurmJobGPUIdle", "JobscopeDown"} {
+		if !slices.Contains(alerts, want) {
+			t.Errorf("alert %s missing (have %v)", want, alerts)
+		}
+	}
+}
+
+// TestDashboardUsesRealMetrics: the Grafana dashboard is valid JSON, has
+// per-job and per-node rows, and every metric it queries exists in the
+// golden outputs (recorded series must come from the recording rules).
+func TestDashboardUsesRealMetrics(t *testing.T) {
+	golden := goldenMetrics(t)
+	recorded := map[string]bool{}
+	for _, f := range ruleFiles(t) {
+		for _, r := range readRules(t, f) {
+			if r.record != "" {
+				recorded[r.record] = true
+			}
+		}
+	}
+	files, _ := filepath.Glob("grafana/*.json")
+	if len(files) == 0 {
+		t.Fatal("no dashboard under contrib/grafana")
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var dash map[string]any
+		if err := json.Unmarshal(b, &dash); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if dash["uid"] == nil || dash["title"] == nil {
+			t.Errorf("%s: uid or title missing", f)
+		}
+		var exprs, rows []string
+		walk(dash, func(k string, v any) {
+			s, ok := v.(string)
+			if !ok {
+				return
+			}
+			switch k {
+			case "expr", "definition":
+				exprs = append(exprs, s)
+			case "title":
+				rows = append(rows, s)
+			}
+		})
+		for _, want := range []string{"Job", "Node"} {
+			if !slices.Contains(rows, want) {
+				t.Errorf("%s: no %q row", f, want)
+			}
+		}
+		if len(exprs) < 10 {
+			t.Fatalf("%s: only %d queries found", f, len(exprs))
+		}
+		seen := map[string]bool{}
+		for _, e := range exprs {
+			ms, recs := exprNames(e)
+			for _, m := range ms {
+				seen[m] = true
+				if !golden[m] {
+					t.Errorf("%s: query %q reads %s, which no golden output has", f, e, m)
+				}
+			}
+			for _, r := range recs {
+				if !recorded[r] {
+					t.Errorf("%s: query %q reads %s, which no recording rule records", f, e, r)
+				}
+			}
+		}
+		names := make([]string, 0, len(seen))
+		for m := range seen {
+			names = append(names, m)
+		}
+		sort.Strings(names)
+		t.Logf("%s: %d queries over %d metrics", f, len(exprs), len(names))
+	}
+}
+
+func walk(v any, fn func(key string, v any)) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, c := range x {
+			fn(k, c)
+			walk(c, fn)
+		}
+	case []any:
+		for _, c := range x {
+			walk(c, fn)
+		}
+	}
+}
+
+// unitValues returns the values of KEY= lines of a systemd unit.
+func unitValues(t *testing.T, path, key string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vals []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, key+"="); ok {
+			vals = append(vals, v)
+		}
+	}
+	return vals
+}
+
+// TestNodeUnitLeastPrivilege: the node unit runs as its own user with
+// ambient capabilities equal to its bounding set, each justified in the
+// header comment, and keeps the hardening options. test/e2e/run.sh starts
+// jobscope as nobody with exactly this set against real Slurm jobs.
+func TestNodeUnitLeastPrivilege(t *testing.T) {
+	const unit = "systemd/jobscope.service"
+	b, _ := os.ReadFile(unit)
+	amb := strings.Fields(strings.Join(unitValues(t, unit, "AmbientCapabilities"), " "))
+	bnd := strings.Fields(strings.Join(unitValues(t, unit, "CapabilityBoundingSet"), " "))
+	sort.Strings(amb)
+	sort.Strings(bnd)
+	if len(amb) == 0 || !slices.Equal(amb, bnd) {
+		t.Errorf("AmbientCapabilities %v != CapabilityBoundingSet %v", amb, bnd)
+	}
+	for _, c := range amb {
+		if !regexp.MustCompile(`(?m)^#\s+` + c + `\s+\S`).Match(b) {
+			t.Errorf("%s has no justification comment (# %s <why>)", c, c)
+		}
+		if c == "CAP_SYS_ADMIN" || c == "CAP_DAC_OVERRIDE" {
+			t.Errorf("%s is not least privilege", c)
+		}
+	}
+	for key, want := range map[string]string{
+		"User": "jobscope", "NoNewPrivileges": "yes", "ProtectSystem": "strict",
+		"ProtectHome": "yes", "PrivateTmp": "yes", "ReadWritePaths": "/sys/fs/bpf",
+	} {
+		if got := unitValues(t, unit, key); !slices.Contains(got, want) {
+			t.Errorf("%s=%v, want %s", key, got, want)
+		}
+	}
+}
+
+func TestControllerUnitHasNoCapabilities(t *testing.T) {
+	const unit = "systemd/jobscope-controller.service"
+	if got := unitValues(t, unit, "CapabilityBoundingSet"); len(got) != 1 || got[0] != "" {
+		t.Errorf("CapabilityBoundingSet=%q, want empty", got)
+	}
+	if !strings.Contains(string(mustRead(t, unit)), "--mode=controller") {
+		t.Errorf("%s: ExecStart lacks --mode=controller", unit)
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// posixSh prefers dash, the strictest common /bin/sh, so a bashism fails here.
+func posixSh(t *testing.T) string {
+	for _, sh := range []string{"dash", "sh"} {
+		if p, err := exec.LookPath(sh); err == nil {
+			return p
+		}
+	}
+	t.Skip("no sh")
+	return ""
+}
+
+func runScript(t *testing.T, script string, env ...string) {
+	t.Helper()
+	cmd := exec.Command(posixSh(t), script)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+}
+
+// TestPrologEpilog runs the shipped scripts the way slurmd does: an
+// environment of Slurm variables only.
+func TestPrologEpilog(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "jobs")
+	env := []string{
+		"JOBSCOPE_JOB_PROPS_DIR=" + dir, "PATH=/usr/bin:/bin",
+		"SLURM_JOB_ID=42", "SLURM_JOB_USER=alice", "SLURM_JOB_UID=1001", "SLURM_JOB_ACCOUNT=physics",
+		"SLURM_JOB_PARTITION=debug", "SLURM_CLUSTER_NAME=c1", "SLURM_JOB_NAME=two words=x",
+		"SLURM_JOB_GPUS=0,1", "SLURM_JOB_QOS=", "SLURM_SCRIPT_CONTEXT=prolog_slurmd",
+	}
+	runScript(t, "slurm/prolog.sh", env...)
+	got := string(mustRead(t, filepath.Join(dir, "42")))
+	want := "SLURM_JOB_ID=42\nSLURM_JOB_USER=alice\nSLURM_JOB_UID=1001\nSLURM_JOB_ACCOUNT=physics\n" +
+		"SLURM_JOB_PARTITION=debug\nSLURM_JOB_NAME=two words=x\nSLURM_CLUSTER_NAME=c1\nSLURM_JOB_GPUS=0,1\n"
+	if got != want {
+		t.Errorf("props file:\n%s\nwant:\n%s", got, want)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("temporary files left: %v", ents)
+	}
+
+	// A newline in a value would forge a key: such a value is dropped.
+	runScript(t, "slurm/prolog.sh", "JOBSCOPE_JOB_PROPS_DIR="+dir, "SLURM_JOB_ID=43",
+		"SLURM_JOB_NAME=x\nSLURM_JOB_ACCOUNT=forged", "SLURM_JOB_ACCOUNT=real")
+	if got := string(mustRead(t, filepath.Join(dir, "43"))); got != "SLURM_JOB_ID=43\nSLURM_JOB_ACCOUNT=real\n" {
+		t.Errorf("newline value not dropped: %q", got)
+	}
+	// Only plain job ids become file names.
+	runScript(t, "slurm/prolog.sh", "JOBSCOPE_JOB_PROPS_DIR="+dir, "SLURM_JOB_ID=../x")
+	runScript(t, "slurm/prolog.sh", "JOBSCOPE_JOB_PROPS_DIR="+dir)
+
+	runScript(t, "slurm/epilog.sh", "JOBSCOPE_JOB_PROPS_DIR="+dir, "SLURM_JOB_ID=42")
+	runScript(t, "slurm/epilog.sh", "JOBSCOPE_JOB_PROPS_DIR="+dir, "SLURM_JOB_ID=43")
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("epilog left %v", ents)
+	}
+	// The epilog of a job without props, or of a missing directory, succeeds.
+	runScript(t, "slurm/epilog.sh", "JOBSCOPE_JOB_PROPS_DIR="+dir+"/none", "SLURM_JOB_ID=44")
+}

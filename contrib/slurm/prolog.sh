@@ -1,0 +1,51 @@
+#!/bin/sh
+# jobscope job props: prolog half (POSIX sh; the epilog half is epilog.sh).
+#
+# Writes the job's Slurm metadata as KEY=VALUE lines to
+# $JOBSCOPE_JOB_PROPS_DIR/<jobid> (default /run/jobscope/jobs, jobscope's
+# --slurm.job-props-dir). It is jobscope's first and cheapest metadata
+# source: no scontrol call, and it holds for jobs whose processes carry no
+# Slurm environment (pam_slurm_adopt, containers) or that jobscope may not
+# read (/proc/<pid>/environ needs CAP_SYS_PTRACE).
+#
+# Install on every compute node (slurm.conf):
+#   Prolog=/etc/slurm/prolog.d/*      (or Prolog=/path/to/this/file)
+#   Epilog=/etc/slurm/epilog.d/*
+#   PrologFlags=Alloc                  (or Contain: run at allocation)
+# mode 0755, owned by root. slurmd runs it as root with only Slurm's
+# variables in the environment.
+#
+# A failing prolog drains the node, so this script exits 0 whatever happens.
+
+dir=${JOBSCOPE_JOB_PROPS_DIR:-/run/jobscope/jobs}
+job=${SLURM_JOB_ID:-}
+
+# Only a plain job id may become a file name.
+case $job in
+'' | *[!0-9]*) exit 0 ;;
+esac
+
+umask 022
+mkdir -p "$dir" 2>/dev/null || exit 0
+
+# Values are written verbatim on one line: a newline in a value (a job name
+# can hold anything) would forge a second key, so such values are dropped.
+nl='
+'
+tmp="$dir/.$job.$$"
+{
+	for key in SLURM_JOB_ID SLURM_JOB_USER SLURM_JOB_UID SLURM_JOB_ACCOUNT \
+		SLURM_JOB_PARTITION SLURM_JOB_QOS SLURM_JOB_NAME SLURM_CLUSTER_NAME \
+		SLURM_ARRAY_JOB_ID SLURM_ARRAY_TASK_ID SLURM_JOB_GPUS; do
+		eval "val=\${$key-}"
+		[ -n "$val" ] || continue
+		case $val in *"$nl"*) continue ;; esac
+		printf '%s=%s\n' "$key" "$val"
+	done
+} >"$tmp" 2>/dev/null || {
+	rm -f "$tmp"
+	exit 0
+}
+# rename(2) is atomic: jobscope never reads a half-written file.
+mv -f "$tmp" "$dir/$job" 2>/dev/null || rm -f "$tmp"
+exit 0
