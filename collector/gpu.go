@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
@@ -33,6 +34,9 @@ func GPUFactory() Factory {
 			fs.StringVar(&o.Backend, "gpu.backend", "auto", "GPU backend: auto (DCGM when built in and reachable, else NVML), nvml, dcgm, fake (a JSON fixture, for demos) or none.")
 			fs.StringVar(&o.MappingDir, "gpu.job-mapping-dir", "", "Directory the Slurm prolog writes GPU-to-job files into (dcgm-exporter's HPC format: file named by GPU index, holding the job id); empty to skip.")
 			fs.StringVar(&o.FakeFile, "gpu.fake-file", "", "JSON fixture served by --gpu.backend=fake (see testdata/gpu/demo.json).")
+			fs.StringVar(&o.DCGM.Address, "gpu.dcgm-address", gpu.DefaultDCGMAddress, "nv-hostengine to connect to (DCGM Standalone mode): host:port, or a unix socket path.")
+			fs.BoolVar(&o.DCGM.Profiling, "gpu.dcgm-profiling", true, "Watch DCGM profiling fields (SM/tensor/DRAM/FP activity, PCIe/NVLink bytes). DCGM profiling blocks users' Nsight Compute/Systems sessions; =false reads those metrics from NVML GPM instead (Hopper and later).")
+			fs.DurationVar(&o.DCGM.Interval, "gpu.dcgm-watch-interval", time.Second, "How often nv-hostengine samples the fields jobscope watches.")
 			return func(env *Env) (Collector, error) { return NewGPUCollector(env, o) }
 		},
 	}
@@ -43,6 +47,7 @@ type GPUOptions struct {
 	Backend    string
 	MappingDir string
 	FakeFile   string
+	DCGM       gpu.DCGMOptions
 	// Open replaces gpu.Open (tests hand in go-nvml's mock or a fake DCGM).
 	Open func(gpu.Config) (gpu.Backend, error)
 }
@@ -77,7 +82,7 @@ func NewGPUCollector(env *Env, o GPUOptions) (Collector, error) {
 	if open == nil {
 		open = gpu.Open
 	}
-	cfg := gpu.Config{Backend: o.Backend, FakeFile: o.FakeFile}
+	cfg := gpu.Config{Backend: o.Backend, FakeFile: o.FakeFile, DCGM: o.DCGM}
 	procfs := "/proc"
 	if env != nil {
 		cfg.Logger = env.Logger

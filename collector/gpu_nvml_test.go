@@ -3,6 +3,7 @@
 package collector
 
 import (
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"testing"
@@ -21,7 +22,8 @@ func TestGPUGoldenNVMLMock(t *testing.T) {
 	node.PIDs[70] = []uint32{3202}
 	var backend gpu.Backend
 	open := func(cfg gpu.Config) (gpu.Backend, error) {
-		cfg.OpenDCGM = nil // the built-in slot: not built, so auto falls back to NVML
+		// No host engine in this test, whatever the machine has: auto falls back to NVML.
+		cfg.OpenDCGM = func(*slog.Logger) (gpu.Backend, error) { return nil, errors.New("no nv-hostengine") }
 		cfg.OpenNVML = func(log *slog.Logger) (gpu.Backend, error) {
 			b, err := gpu.NewNVML(node, log)
 			backend = b

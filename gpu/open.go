@@ -12,7 +12,9 @@ type Config struct {
 	Backend string
 	// FakeFile is the JSON fixture the fake backend serves.
 	FakeFile string
-	Logger   *slog.Logger
+	// DCGM configures the built-in DCGM backend (address, profiling).
+	DCGM   DCGMOptions
+	Logger *slog.Logger
 	// OpenNVML and OpenDCGM replace the built-in openers (tests inject
 	// go-nvml's mock or a fake DCGM here); nil uses the built-in ones.
 	OpenNVML func(log *slog.Logger) (Backend, error)
@@ -35,7 +37,7 @@ func Open(cfg Config) (Backend, error) {
 		nv = openNVML
 	}
 	if dc == nil {
-		dc = openDCGM
+		dc = func(log *slog.Logger) (Backend, error) { return openDCGM(cfg.DCGM, log) }
 	}
 	switch cfg.Backend {
 	case "", "auto":
@@ -43,9 +45,11 @@ func Open(cfg Config) (Backend, error) {
 		if err == nil {
 			return b, nil
 		}
-		log.Debug("DCGM not used", "err", err)
 		b, err2 := nv(log)
 		if err2 == nil {
+			// One line says why; when NVML fails too, the caller logs
+			// both reasons in one line.
+			log.Info("DCGM not used, reading GPUs through NVML", "err", err)
 			return b, nil
 		}
 		_, err2 = wrapNoDevice(nil, err2)
