@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -36,9 +35,11 @@ func PowerFactory() Factory {
 			o := &PowerOptions{}
 			fs.BoolVar(&o.RAPL, "power.rapl", true, "Read RAPL energy counters from powercap sysfs.")
 			fs.DurationVar(&o.RAPLInterval, "power.rapl-interval", time.Minute, "Also read RAPL counters in the background this often, so a long scrape gap cannot hide a second wrap of energy_uj (0: only at scrapes).")
-			fs.StringVar(&o.IPMICommand, "power.ipmi-command", "", "Command printing the output of freeipmi's ipmi-dcmi --get-system-power-statistics, split on spaces and run without a shell (e.g. \"/usr/sbin/ipmi-dcmi --get-system-power-statistics\"); empty: no IPMI.")
-			fs.DurationVar(&o.IPMIInterval, "power.ipmi-interval", 30*time.Second, "Run the IPMI command at most once per interval (BMCs are slow); scrapes in between get the cached reading.")
-			fs.DurationVar(&o.IPMITimeout, "power.ipmi-timeout", 10*time.Second, "Kill the IPMI command (its whole process group) after this long.")
+			fs.StringVar(&o.IPMIMode, "power.ipmi", IPMIAuto, "How to read the BMC's DCMI power: auto (in-band through the IPMI device when it opens, else --power.ipmi-command if set), inband, command or off.")
+			fs.StringVar(&o.IPMIDevice, "power.ipmi-device", "", "IPMI device for in-band reads (default: the first of "+strings.Join(power.DefaultIPMIDevices, ", ")+" that opens).")
+			fs.StringVar(&o.IPMICommand, "power.ipmi-command", "", "Command printing the output of freeipmi's ipmi-dcmi --get-system-power-statistics, split on spaces and run without a shell (e.g. \"/usr/sbin/ipmi-dcmi --get-system-power-statistics\"); the fallback of --power.ipmi=auto when no IPMI device opens.")
+			fs.DurationVar(&o.IPMIInterval, "power.ipmi-interval", 30*time.Second, "Ask the BMC at most once per interval (BMCs are slow); scrapes in between get the cached reading.")
+			fs.DurationVar(&o.IPMITimeout, "power.ipmi-timeout", 10*time.Second, "Give up on one BMC reading after this long (the command is killed with its whole process group).")
 			fs.BoolVar(&o.PerJob, "power.per-job", true, "Export per-job energy counters (slurm_job_energy_joules_total).")
 			fs.StringVar(&o.IdlePolicy, "power.idle-policy", string(power.PolicyCapacity), "Who pays for idle power: capacity (a job pays its share of the node's CPUs/memory; idle stays unattributed) or jobs (all measured energy is split among running jobs).")
 			fs.Float64Var(&o.Factor, "power.emissions.factor", 0, "Static grid emission factor in gCO2e/kWh (0: none).")
@@ -57,6 +58,10 @@ func PowerFactory() Factory {
 type PowerOptions struct {
 	RAPL         bool
 	RAPLInterval time.Duration
+	// IPMIMode is auto, inband, command or off; "" (options built in
+	// code) means command when IPMICommand is set, else off.
+	IPMIMode     string
+	IPMIDevice   string // "" probes power.DefaultIPMIDevices
 	IPMICommand  string
 	IPMIInterval time.Duration
 	IPMITimeout  time.Duration
@@ -73,6 +78,8 @@ type PowerOptions struct {
 	// Now is the clock (tests set it); HTTPClient the live providers' client.
 	Now        func() time.Time
 	HTTPClient *http.Client
+	// IPMIOpen opens the IPMI device (tests plug a fake BMC).
+	IPMIOpen func(path string) (power.IPMIDevice, error)
 }
 
 type powerCollector struct {
@@ -121,16 +128,12 @@ func NewPowerCollector(env *Env, o PowerOptions) (Collector, error) {
 			go c.keepRAPL(o.RAPLInterval)
 		}
 	}
-	if o.IPMICommand != "" {
-		argv := strings.Fields(o.IPMICommand)
-		timeout := o.IPMITimeout
-		c.ipmi = power.NewPoller(func(ctx context.Context) (power.DCMIReading, error) {
-			out, err := power.RunCommand(ctx, argv, timeout)
-			if err != nil {
-				return power.DCMIReading{}, err
-			}
-			return power.ParseDCMI(bytes.NewReader(out))
-		}, o.IPMIInterval, timeout+time.Second, o.Now)
+	fetch, err := ipmiSource(o, envLogger(env))
+	if err != nil {
+		return nil, err
+	}
+	if fetch != nil {
+		c.ipmi = power.NewPoller(fetch, o.IPMIInterval, o.IPMITimeout+time.Second, o.Now)
 	}
 	if o.Country != "" {
 		f, err := power.LookupCountry(o.Country)
@@ -225,7 +228,7 @@ func (c *powerCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error {
 		d, at, ok, err := c.ipmi.Get(wctx)
 		cancel()
 		if err != nil {
-			s.Problem("ipmi_command", err)
+			s.Problem(ipmiCause(err), err)
 		}
 		if ok && c.opts.Now().Sub(at) <= 2*c.opts.IPMIInterval+c.opts.IPMITimeout {
 			dcmi, dcmiOK = d, true
@@ -256,7 +259,7 @@ func (c *powerCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error {
 		}
 	}
 	if len(c.zones) == 0 && c.ipmi == nil && !smp.HasGPU {
-		return fmt.Errorf("no RAPL zone under %s and no --power.ipmi-command: %w", filepath.Join(c.sysfs(), "class", "powercap"), ErrNoData)
+		return fmt.Errorf("no RAPL zone under %s and no IPMI source: %w", filepath.Join(c.sysfs(), "class", "powercap"), ErrNoData)
 	}
 	if c.opts.PerJob {
 		// Even without a reading now, jobs keep their counters in the output.

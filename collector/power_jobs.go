@@ -167,7 +167,7 @@ func newPowerDescs() powerDescs {
 		psys: prometheus.NewDesc("jobscope_rapl_psys_joules_total",
 			"Platform (psys) energy in joules"+rapl+"; it includes the packages.", nil, nil),
 		ipmi: prometheus.NewDesc("jobscope_ipmi_power_watts",
-			"Node power in watts from the BMC (IPMI DCMI Get Power Reading through --power.ipmi-command), by stat current, minimum, maximum, average over the BMC's own statistics period; cached, read at most once per --power.ipmi-interval.",
+			"Node power in watts from the BMC (IPMI DCMI Get Power Reading, in-band through the IPMI device or through --power.ipmi-command), by stat current, minimum, maximum, average over the BMC's own statistics period; cached, read at most once per --power.ipmi-interval.",
 			[]string{"stat"}, nil),
 		ipmiAge: prometheus.NewDesc("jobscope_ipmi_power_age_seconds",
 			"Age of the cached IPMI power reading in seconds.", nil, nil),
