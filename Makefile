@@ -45,9 +45,13 @@ e2e: build
 	sudo -n true 2>/dev/null || [ "$$(id -u)" = 0 ]
 	bash test/e2e/run.sh
 
-bench:
-	$(GO) test -run '^$$' -bench 'Scrape' -benchmem -count 6 ./collector/ | tee bench.out
+# In-process scrape benchmarks (cgroup and process collectors), then the real
+# binary over HTTP: all default node collectors but ebpf, and the cgroup
+# collector alone.
+bench: build
+	$(GO) test -run '^$$' -bench 'Scrape' -benchmem -count 5 ./collector/ | tee bench.out
 	$(GO) run ./internal/benchrss -jobs 128,512
+	$(GO) run ./internal/benchrss -jobs 128,512 -flags "--collector.process=false --collector.gpu=false --collector.power=false"
 
 # ns per sched_switch event (kernel BPF stats) against an empty program, and
 # perf bench sched pipe with and without jobscope (root).

@@ -1,6 +1,6 @@
 module github.com/jobscope/jobscope
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/NVIDIA/go-dcgm v0.0.0-20260115225648-6cbb0463ce9f // indirect

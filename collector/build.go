@@ -29,11 +29,12 @@ func RegisterFlags(fs *pflag.FlagSet, factories []Factory) *Set {
 			}
 			modes += string(m)
 		}
+		def := "on by default in " + modes + " mode"
 		if modes == "" {
-			modes = "none"
+			def = "off by default"
 		}
 		s.enabled[f.Name] = fs.Bool("collector."+f.Name, f.DefaultOn(ModeNode),
-			fmt.Sprintf("%s (default on in: %s mode).", f.Help, modes))
+			fmt.Sprintf("%s (%s; the default shown is node mode's).", f.Help, def))
 		if f.Flags != nil {
 			s.builders[f.Name] = f.Flags(fs)
 		}

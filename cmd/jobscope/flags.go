@@ -35,7 +35,7 @@ func registerFlags(fs *pflag.FlagSet) *options {
 	fs.StringVar(&o.procfs, "path.procfs", "/proc", "procfs mount point.")
 	fs.StringVar(&o.sysfs, "path.sysfs", "/sys", "sysfs mount point.")
 	fs.StringVar(&o.propsDir, "slurm.job-props-dir", "/run/jobscope/jobs", "Directory where the Slurm prolog writes one KEY=VALUE file per job (contrib/slurm/prolog.sh); first source of job metadata.")
-	fs.BoolVar(&o.scontrolFallback, "slurm.scontrol-fallback", true, "Ask `scontrol show job` (cached per job) for metadata that neither the props directory nor the job's environment gave.")
+	fs.BoolVar(&o.scontrolFallback, "slurm.scontrol-fallback", true, "Ask scontrol (show job, cached per job, at most 3 tries) for metadata that neither the props directory nor the job's environment gave.")
 	fs.DurationVar(&o.scontrolTimeout, "slurm.scontrol-timeout", 5*time.Second, "Timeout of one scontrol run for job metadata.")
 	fs.StringVar(&o.logLevel, "log.level", "info", "Log level: debug, info, warn, error.")
 	fs.StringVar(&o.logFormat, "log.format", "text", "Log format: text (human-readable, coloured on a terminal) or json.")
