@@ -2,13 +2,16 @@ package collector
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/bpf"
+	"github.com/jobscope/jobscope/collector/cgroupfs"
 	"github.com/jobscope/jobscope/collector/discovery"
 )
 
@@ -159,21 +162,21 @@ func (c *ebpfCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error {
 		if cnt == nil {
 			continue // nothing ran in the job since the programs were attached
 		}
-		c.emitJob(ch, j.Labels(), cnt, snap.Self.Network)
+		c.emitJob(ch, j.Labels(), cnt, snap.Self.Network, jobCPUs(j))
 	}
 	c.emitSelf(ch, &snap.Self)
 	return nil
 }
 
-func (c *ebpfCollector) emitJob(ch chan<- prometheus.Metric, l []string, cnt *bpf.Counters, network bool) {
+func (c *ebpfCollector) emitJob(ch chan<- prometheus.Metric, l []string, cnt *bpf.Counters, network bool, allocated []int) {
 	with := func(extra string) []string { return append(append(make([]string, 0, len(l)+1), l...), extra) }
 	counter := func(d *prometheus.Desc, v float64, extra string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, with(extra)...)
 	}
-	// Only cores the job ran on: that is its allocation under Slurm's
-	// cpuset, and keeps the series count at what the job uses.
+	// The job's allocated cores (an idle one shows as 0, which is the
+	// point of per-core series) and any other core it ran on.
 	for cpu, ns := range cnt.CPUNs {
-		if ns > 0 {
+		if ns > 0 || slices.Contains(allocated, cpu) {
 			counter(c.d.cpuCore, float64(ns)/1e9, strconv.Itoa(cpu))
 		}
 	}
@@ -215,4 +218,21 @@ func (c *ebpfCollector) emitSelf(ch chan<- prometheus.Metric, s *bpf.Self) {
 		counter(c.d.runs, float64(p.RunCount), p.Name)
 		counter(c.d.misses, float64(p.RecursionMisses), p.Name)
 	}
+}
+
+// jobCPUs returns the job's cpuset (nil when it cannot be read).
+func jobCPUs(j *discovery.Job) []int {
+	dir, name := j.ControllerDir("cpuset"), "cpuset.cpus.effective"
+	if j.Version == 1 {
+		name = "cpuset.cpus"
+	}
+	if dir == "" {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return nil
+	}
+	cpus, _ := cgroupfs.ParseCPUList(b)
+	return cpus
 }

@@ -2,7 +2,9 @@ package collector
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,5 +88,28 @@ func TestEBPFUnavailable(t *testing.T) {
 		if _, ok := env.Shared.Lookup(k); ok {
 			t.Errorf("%s set although the collector did not load", k)
 		}
+	}
+}
+
+// Allocated cores the job has not run on show as 0; cores it ran on show
+// whatever the cpuset says.
+func TestEBPFAllocatedIdleCores(t *testing.T) {
+	c, jobs := cannedEBPF()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "cpuset.cpus.effective"), []byte("1-3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jobs[0].Dir = dir
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(scrapeOne{c, jobs[:1]})
+	out := string(testutil.Exposition(t, reg))
+	for core, want := range map[string]string{"1": "2.5", "2": "1.25", "3": "0"} {
+		line := `slurm_job_cpu_core_seconds_total{account="physics",core="` + core + `",jobid="101",user="alice"} ` + want
+		if !strings.Contains(out, line+"\n") {
+			t.Errorf("missing %s", line)
+		}
+	}
+	if strings.Contains(out, `core="0",jobid="101"`) {
+		t.Error("core 0 is neither allocated nor used")
 	}
 }
