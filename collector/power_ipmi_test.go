@@ -15,7 +15,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/jobscope/jobscope/collector/discovery"
 	"github.com/jobscope/jobscope/internal/testutil"
 	"github.com/jobscope/jobscope/power"
 )
@@ -81,20 +80,15 @@ func TestPowerIPMIInBandGolden(t *testing.T) {
 	opts := pc.opts
 	opts.IPMIMode, opts.IPMICommand = IPMIAuto, ""
 	opts.IPMIOpen = fakeBMCOpen(inbandHex(t, "inband-good.hex"), nil)
-	var logs bytes.Buffer
-	env := *pc.env
-	env.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	c, err := NewPowerCollector(&env, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, logs := powerWithLogs(t, pc, opts)
+	var err error
 	problems := NewProblems(nil)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(powerScrape{c: c, jobs: powerJobs(root), problems: problems, err: &err})
 	if _, gerr := reg.Gather(); gerr != nil || err != nil {
 		t.Fatalf("scrape 1: %v %v", gerr, err)
 	}
-	powerCopyTree(t, "../testdata/power/node/scrape2", root)
+	testutil.CopyTree(t, "../testdata/power/node/scrape2", root)
 	*now = now.Add(10 * time.Second)
 	got := testutil.Exposition(t, reg)
 	want, rerr := os.ReadFile(filepath.Join("..", "testdata", "power", "metrics-capacity.golden"))
@@ -146,22 +140,14 @@ func TestPowerIPMISources(t *testing.T) {
 			}
 			opts.IPMITimeout = 50 * time.Millisecond
 			opts.IPMIOpen = fakeBMCOpen(tc.resp, tc.openErr)
-			var logs bytes.Buffer
-			env := *pc.env
-			env.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-			c, err := NewPowerCollector(&env, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, logs := powerWithLogs(t, pc, opts)
 			problems := NewProblems(nil)
-			ch := make(chan prometheus.Metric, 256)
-			err = c.Collect(NewScrape(context.Background(), "power", func() []*discovery.Job { return powerJobs(root) }, problems), ch)
-			close(ch)
+			ms, err := powerCollectOnce(c, root, problems)
 			if err != nil {
 				t.Fatalf("collect: %v", err)
 			}
 			ipmi, rapl := 0, 0
-			for m := range ch {
+			for _, m := range ms {
 				s := m.Desc().String()
 				if isMetric(s, "jobscope_ipmi_power_watts") {
 					ipmi++
@@ -187,6 +173,20 @@ func TestPowerIPMISources(t *testing.T) {
 			}
 		})
 	}
+}
+
+// powerWithLogs rebuilds pc's collector with opts, logging into the
+// returned buffer.
+func powerWithLogs(t *testing.T, pc *powerCollector, opts PowerOptions) (Collector, *bytes.Buffer) {
+	t.Helper()
+	logs := &bytes.Buffer{}
+	env := *pc.env
+	env.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	c, err := NewPowerCollector(&env, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, logs
 }
 
 func TestPowerIPMIBadOptions(t *testing.T) {

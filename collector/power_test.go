@@ -3,7 +3,6 @@ package collector
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -51,27 +50,6 @@ func (f *fakeGPUs) GPUEnergy(context.Context) ([]power.GPUDevice, error) {
 	}, nil
 }
 
-func powerCopyTree(t testing.TB, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 func powerJobs(root string) []*discovery.Job {
 	v2 := filepath.Join(root, "cgroup", "system.slice", "slurmstepd.scope")
 	v1 := filepath.Join(root, "cgroup", "v1")
@@ -92,7 +70,7 @@ func powerJobs(root string) []*discovery.Job {
 func powerFixture(t *testing.T, o PowerOptions) (Collector, string, *time.Time) {
 	t.Helper()
 	root := t.TempDir()
-	powerCopyTree(t, "../testdata/power/node/scrape1", root)
+	testutil.CopyTree(t, "../testdata/power/node/scrape1", root)
 	good, _ := filepath.Abs("../testdata/power/ipmi/good.txt")
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	shared := NewShared()
@@ -129,7 +107,7 @@ func TestPowerGolden(t *testing.T) {
 			if _, gerr := reg.Gather(); gerr != nil || err != nil {
 				t.Fatalf("scrape 1: %v %v", gerr, err)
 			}
-			powerCopyTree(t, "../testdata/power/node/scrape2", root)
+			testutil.CopyTree(t, "../testdata/power/node/scrape2", root)
 			*now = now.Add(10 * time.Second)
 			got := testutil.Exposition(t, reg)
 			if err != nil {
@@ -160,7 +138,7 @@ func TestPowerSumNeverExceedsNode(t *testing.T) {
 		c, root, now := powerFixture(t, PowerOptions{IdlePolicy: policy})
 		jobs := powerJobs(root)
 		collectAll(t, c, jobs)
-		powerCopyTree(t, "../testdata/power/node/scrape2", root)
+		testutil.CopyTree(t, "../testdata/power/node/scrape2", root)
 		*now = now.Add(10 * time.Second)
 		sums, rest := map[string]float64{}, map[string]float64{}
 		for _, m := range collectAll(t, c, jobs) {
@@ -268,13 +246,12 @@ func TestPowerIPMIGarbage(t *testing.T) {
 		t.Fatal(err)
 	}
 	problems := NewProblems(nil)
-	ch := make(chan prometheus.Metric, 256)
-	if err := c.Collect(NewScrape(context.Background(), "power", func() []*discovery.Job { return powerJobs(root) }, problems), ch); err != nil {
+	ms, err := powerCollectOnce(c, root, problems)
+	if err != nil {
 		t.Fatal(err)
 	}
-	close(ch)
 	rapl := 0
-	for m := range ch {
+	for _, m := range ms {
 		s := m.Desc().String()
 		if strings.Contains(s, `fqName: "jobscope_ipmi_`) {
 			t.Errorf("IPMI series from garbage: %s", s)
@@ -300,7 +277,7 @@ func TestPowerLiveFactor(t *testing.T) {
 	c, root, now := powerFixture(t, PowerOptions{Factor: 400, Provider: "rte", ProviderURL: srv.URL, HTTPClient: srv.Client()})
 	jobs := powerJobs(root)
 	collectAll(t, c, jobs)
-	powerCopyTree(t, "../testdata/power/node/scrape2", root)
+	testutil.CopyTree(t, "../testdata/power/node/scrape2", root)
 	*now = now.Add(10 * time.Second)
 	factors := map[string]float64{}
 	var grams101 float64
@@ -338,7 +315,7 @@ func TestPowerUsageSource(t *testing.T) {
 	c.(*powerCollector).env.Shared.Set(PowerJobUsageKey, halfUsage{newCgroupUsage()})
 	jobs := powerJobs(root)
 	collectAll(t, c, jobs)
-	powerCopyTree(t, "../testdata/power/node/scrape2", root)
+	testutil.CopyTree(t, "../testdata/power/node/scrape2", root)
 	*now = now.Add(10 * time.Second)
 	for _, m := range collectAll(t, c, jobs) {
 		if isMetric(m.desc, "slurm_job_energy_joules_total") && m.labels["jobid"] == "101" && m.labels["source"] == "rapl_cpu" {
@@ -375,14 +352,12 @@ func TestPowerRAPLRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	problems := NewProblems(nil)
-	ch := make(chan prometheus.Metric, 256)
-	err = c.Collect(NewScrape(context.Background(), "power", func() []*discovery.Job { return powerJobs(root) }, problems), ch)
-	close(ch)
+	ms, err := powerCollectOnce(c, root, problems)
 	if !errors.Is(err, ErrNoData) || problems.Count("power", "rapl_read") != 1 {
 		t.Fatalf("err %v, rapl_read problems %v", err, problems.Count("power", "rapl_read"))
 	}
 	jobs := 0
-	for m := range ch {
+	for _, m := range ms {
 		if isMetric(m.Desc().String(), "slurm_job_energy_joules_total") {
 			jobs++
 		}
@@ -390,6 +365,19 @@ func TestPowerRAPLRefused(t *testing.T) {
 	if jobs != 8 { // 4 jobs x (rapl_cpu, rapl_dram)
 		t.Fatalf("%d per-job series, want 8", jobs)
 	}
+}
+
+// powerCollectOnce runs one Collect of c over the fixture jobs under root
+// and returns what it emitted.
+func powerCollectOnce(c Collector, root string, problems *Problems) ([]prometheus.Metric, error) {
+	ch := make(chan prometheus.Metric, 256)
+	err := c.Collect(NewScrape(context.Background(), "power", func() []*discovery.Job { return powerJobs(root) }, problems), ch)
+	close(ch)
+	var ms []prometheus.Metric
+	for m := range ch {
+		ms = append(ms, m)
+	}
+	return ms, err
 }
 
 // isMetric says whether a Desc's string is that of metric name (HELP texts

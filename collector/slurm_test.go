@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +19,7 @@ import (
 
 	"github.com/jobscope/jobscope/internal/testutil"
 	"github.com/jobscope/jobscope/slurmcli"
+	"github.com/jobscope/jobscope/slurmcli/slurmclitest"
 )
 
 // The cluster collectors are tested against fake Slurm commands: sh
@@ -27,136 +28,14 @@ import (
 
 var slurmFixtures = filepath.Join("..", "testdata", "slurm", "22.05")
 
-type slurmFake struct {
-	t        testing.TB
-	bin, log string
-}
-
-func newSlurmFake(t testing.TB, when string) *slurmFake {
+// newSlurmFake is the fake Slurm commands printing the "when" capture,
+// sacct included.
+func newSlurmFake(t testing.TB, when string) *slurmclitest.Bin {
 	t.Helper()
-	if _, err := os.Stat("/bin/sh"); err != nil {
-		t.Skip("no /bin/sh for the fake Slurm commands")
-	}
-	d := t.TempDir()
-	f := &slurmFake{t: t, bin: filepath.Join(d, "bin"), log: filepath.Join(d, "log")}
-	for _, p := range []string{f.bin, f.log} {
-		if err := os.Mkdir(p, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	abs, err := filepath.Abs(slurmFixtures)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fx := func(n string) string { return "'" + filepath.Join(abs, n) + "'" }
-	f.script("squeue", `case "$1" in --json) exec cat `+fx("squeue-"+when+".json")+`;; *) exec cat `+fx("squeue-r-"+when+".txt")+`;; esac`)
-	f.script("sinfo", "exec cat "+fx("sinfo-"+when+".json"))
-	f.script("scontrol", "exec cat "+fx("scontrol-show-node-o-"+when+".txt"))
-	f.script("sshare", "exec cat "+fx("sshare-"+when+".txt"))
-	f.script("sdiag", "exec cat "+fx("sdiag-"+when+".txt"))
-	// sacct: the -X capture cut to the columns jobscope asks for, with the
-	// header sacct prints without -n. It ignores -S/-E: the counter filters.
-	f.script("sacct", "echo 'JobIDRaw|State|Partition|Account|End'\nexec awk -F'|' -v OFS='|' '{print $2,$10,$8,$7,$15}' "+fx("sacct-X-"+when+".txt"))
+	f := slurmclitest.New(t)
+	f.Fixtures(slurmFixtures, when)
+	f.Sacct(slurmFixtures, when)
 	return f
-}
-
-// script (re)writes a command: it logs its arguments, then runs body. A
-// file fail-<name> in the log directory makes it fail as with slurmctld down.
-func (f *slurmFake) script(name, body string) {
-	f.t.Helper()
-	s := "#!/bin/sh\necho \"$*\" >> '" + filepath.Join(f.log, name) + "'\n" +
-		"if [ -e '" + filepath.Join(f.log, "fail-"+name) + "' ]; then echo '" + name +
-		": error: Unable to contact slurm controller (connect failure)' >&2; exit 1; fi\n" + body + "\n"
-	tmp := filepath.Join(f.bin, "."+name)
-	if err := os.WriteFile(tmp, []byte(s), 0o755); err != nil {
-		f.t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(f.bin, name)); err != nil {
-		f.t.Fatal(err)
-	}
-}
-
-func (f *slurmFake) setFail(name string) {
-	if err := os.WriteFile(filepath.Join(f.log, "fail-"+name), nil, 0o644); err != nil {
-		f.t.Fatal(err)
-	}
-}
-
-// hang makes name sleep with a grandchild, noting both pids.
-func (f *slurmFake) hang(name string) {
-	f.script(name, "sleep 1000 &\necho $! > '"+filepath.Join(f.log, name+".child")+"'\necho $$ > '"+
-		filepath.Join(f.log, name+".pid")+"'\nwait")
-}
-
-func (f *slurmFake) runs(name string) int {
-	data, err := os.ReadFile(filepath.Join(f.log, name))
-	if os.IsNotExist(err) {
-		return 0
-	}
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return bytes.Count(data, []byte("\n"))
-}
-
-// hungPIDs returns the pids a hanging command noted (bounded wait) and
-// kills them at the end of the test whatever happens.
-func (f *slurmFake) hungPIDs(name string) []int {
-	f.t.Helper()
-	var pids []int
-	for i := 0; i < 1000 && len(pids) < 2; i++ {
-		pids = pids[:0]
-		for _, suffix := range []string{".pid", ".child"} {
-			data, err := os.ReadFile(filepath.Join(f.log, name+suffix))
-			if err != nil {
-				break
-			}
-			if p, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
-				pids = append(pids, p)
-			}
-		}
-		if len(pids) < 2 {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	if len(pids) < 2 {
-		f.t.Fatalf("%s never noted its pids", name)
-	}
-	f.t.Cleanup(func() {
-		for _, p := range pids {
-			if !slurmProcGone(p) {
-				syscall.Kill(p, syscall.SIGKILL)
-			}
-		}
-	})
-	return pids
-}
-
-// slurmProcGone: exited, or a zombie (this container may lack a reaper).
-func slurmProcGone(pid int) bool {
-	if err := syscall.Kill(pid, 0); err == syscall.ESRCH {
-		return true
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i > 0 && i+2 < len(stat) && stat[i+2] == 'Z'
-}
-
-func slurmWaitGone(pids []int) bool {
-	for i := 0; i < 3000; i++ {
-		all := true
-		for _, p := range pids {
-			all = all && slurmProcGone(p)
-		}
-		if all {
-			return true
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return false
 }
 
 // slurmFactories are the cluster collectors alone, so these tests do not
@@ -186,25 +65,11 @@ func slurmExporter(t testing.TB, shared *Shared, args ...string) *Exporter {
 	return NewExporter(cs, nil, NewProblems(nil), nil, BuildInfo{Version: "test", Revision: "test", GoVersion: "go"})
 }
 
-// fakeClockCache puts a cache with a settable clock into shared, so ages
-// in goldens are exact.
-type slurmClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *slurmClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *slurmClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func slurmSharedWithClock(t testing.TB, f *slurmFake, format slurmcli.Format, clk *slurmClock) *Shared {
+func slurmSharedWithClock(t testing.TB, f *slurmclitest.Bin, format slurmcli.Format, clk *slurmclitest.Clock) *Shared {
 	shared := NewShared()
 	_, err := shared.Get(SlurmCacheKey, func() (any, error) {
 		return slurmcli.NewCache(slurmcli.CacheConfig{
-			Runner:   &slurmcli.Runner{BinDir: f.bin, Timeout: 30 * time.Second},
+			Runner:   &slurmcli.Runner{BinDir: f.Dir, Timeout: 30 * time.Second},
 			Interval: time.Minute, MaxAge: 10 * time.Minute, Format: format, Now: clk.Now,
 		}), nil
 	})
@@ -238,6 +103,17 @@ func slurmSeries(t testing.TB, expo []byte) map[string]float64 {
 		out[l[:i]] = v
 	}
 	return out
+}
+
+// slurmExpect reports each series of want that got lacks or holds with
+// another value; prefix starts each message.
+func slurmExpect(t testing.TB, prefix string, got, want map[string]float64) {
+	t.Helper()
+	for k, w := range want {
+		if v, ok := got[k]; !ok || v != w {
+			t.Errorf("%s%s = %v (present %v), want %v", prefix, k, v, ok, w)
+		}
+	}
 }
 
 // slurmHandChecked are values read off the "running" capture by hand:
@@ -287,18 +163,14 @@ func TestSlurmGolden(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f := newSlurmFake(t, "running")
 			// 12:10, just after the capture, in the zone sacct's times are read in.
-			clk := &slurmClock{t: time.Date(2026, 11, 21, 12, 10, 0, 0, time.Local)}
+			clk := slurmclitest.NewClock(time.Date(2026, 11, 21, 12, 10, 0, 0, time.Local))
 			exp := slurmExporter(t, slurmSharedWithClock(t, f, c.format, clk), "--collector.slurm_commands=false",
 				"--collector.slurm_sacct", "--slurm.sacct.since=2026-11-21T12:00:00")
 			g := slurmGather(context.Background(), exp)
 			expo := testutil.Exposition(t, g)
 			testutil.Golden(t, filepath.Join("..", "testdata", "slurm", c.name+".golden"), expo)
 			got := slurmSeries(t, expo)
-			for k, want := range slurmHandChecked {
-				if v, ok := got[k]; !ok || v != want {
-					t.Errorf("%s = %v (present %v), want %v", k, v, ok, want)
-				}
-			}
+			slurmExpect(t, "", got, slurmHandChecked)
 			for _, name := range []string{"slurm_jobs", "slurm_nodes", "slurm_fairshare", "slurm_scheduler", "slurm_sacct"} {
 				if got[`jobscope_scrape_collector_success{collector="`+name+`"}`] != 1 {
 					t.Errorf("collector %s failed", name)
@@ -318,7 +190,7 @@ func TestSlurmGolden(t *testing.T) {
 // Completed jobs that squeue --json still lists are not counted.
 func TestSlurmJobsOnlyQueued(t *testing.T) {
 	f := newSlurmFake(t, "after")
-	exp := slurmExporter(t, NewShared(), "--slurm.bin-dir="+f.bin)
+	exp := slurmExporter(t, NewShared(), "--slurm.bin-dir="+f.Dir)
 	got := slurmSeries(t, testutil.Exposition(t, slurmGather(context.Background(), exp)))
 	var total float64
 	for k, v := range got {
@@ -337,7 +209,7 @@ func TestSlurmJobsOnlyQueued(t *testing.T) {
 // Twenty concurrent scrapes run each command once per poll interval.
 func TestSlurmConcurrentScrapes(t *testing.T) {
 	f := newSlurmFake(t, "running")
-	exp := slurmExporter(t, NewShared(), "--slurm.bin-dir="+f.bin, "--slurm.poll-interval=1h")
+	exp := slurmExporter(t, NewShared(), "--slurm.bin-dir="+f.Dir, "--slurm.poll-interval=1h")
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Add(1)
@@ -353,11 +225,11 @@ func TestSlurmConcurrentScrapes(t *testing.T) {
 	}
 	wg.Wait()
 	for _, cmd := range []string{"squeue", "sinfo", "sshare", "sdiag"} {
-		if n := f.runs(cmd); n != 1 {
+		if n := len(f.Runs(cmd)); n != 1 {
 			t.Errorf("%s ran %d times for 20 concurrent scrapes, want 1", cmd, n)
 		}
 	}
-	if n := f.runs("scontrol"); n != 0 {
+	if n := len(f.Runs("scontrol")); n != 0 {
 		t.Errorf("scontrol ran %d times", n)
 	}
 	expo := testutil.Exposition(t, slurmGather(context.Background(), exp))
@@ -372,30 +244,26 @@ func TestSlurmConcurrentScrapes(t *testing.T) {
 // before its deadline with the error counted, the other collectors whole.
 func TestSlurmHangingCommandKilled(t *testing.T) {
 	f := newSlurmFake(t, "running")
-	f.hang("squeue")
-	exp := slurmExporter(t, NewShared(), "--slurm.bin-dir="+f.bin, "--slurm.command-timeout=500ms")
+	f.Hang("squeue")
+	exp := slurmExporter(t, NewShared(), "--slurm.bin-dir="+f.Dir, "--slurm.command-timeout=500ms")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	got := slurmSeries(t, testutil.Exposition(t, slurmGather(ctx, exp)))
 	if ctx.Err() != nil {
 		t.Fatal("the scrape outlived its deadline")
 	}
-	for k, want := range map[string]float64{
+	slurmExpect(t, "", got, map[string]float64{
 		`jobscope_slurm_command_errors_total{cause="timeout",command="squeue"}`: 1,
 		`jobscope_slurm_up{source="jobs"}`:                                      0,
 		`jobscope_scrape_collector_success{collector="slurm_jobs"}`:             0,
 		`jobscope_scrape_collector_success{collector="slurm_nodes"}`:            1,
 		`jobscope_slurm_up{source="nodes"}`:                                     1,
 		`slurm_nodes{state="allocated"}`:                                        1,
-	} {
-		if v, ok := got[k]; !ok || v != want {
-			t.Errorf("%s = %v (present %v), want %v", k, v, ok, want)
-		}
-	}
+	})
 	if _, ok := got[`slurm_jobs{partition="debug",state="running"}`]; ok {
 		t.Error("job values served though squeue never answered")
 	}
-	if pids := f.hungPIDs("squeue"); !slurmWaitGone(pids) {
+	if pids := f.HungPIDs("squeue"); !slurmclitest.WaitGone(pids) {
 		t.Errorf("squeue processes %v survived the timeout", pids)
 	}
 }
@@ -404,14 +272,14 @@ func TestSlurmHangingCommandKilled(t *testing.T) {
 // stops waiting and answers while the command still runs.
 func TestSlurmScrapeDoesNotWaitPastDeadline(t *testing.T) {
 	f := newSlurmFake(t, "running")
-	f.hang("sdiag")
-	exp := slurmExporter(t, NewShared(), "--slurm.bin-dir="+f.bin, "--slurm.command-timeout=1h")
+	f.Hang("sdiag")
+	exp := slurmExporter(t, NewShared(), "--slurm.bin-dir="+f.Dir, "--slurm.command-timeout=1h")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	got := slurmSeries(t, testutil.Exposition(t, slurmGather(ctx, exp)))
-	pids := f.hungPIDs("sdiag")
+	pids := f.HungPIDs("sdiag")
 	for _, p := range pids {
-		if slurmProcGone(p) {
+		if slurmclitest.Gone(p) {
 			t.Fatalf("sdiag pid %d ended before the scrape answered", p)
 		}
 	}
@@ -426,17 +294,17 @@ func TestSlurmScrapeDoesNotWaitPastDeadline(t *testing.T) {
 // age and success 0, and are dropped past --slurm.max-age.
 func TestSlurmFailingCommandAges(t *testing.T) {
 	f := newSlurmFake(t, "running")
-	clk := &slurmClock{t: time.Unix(1795263000, 0)}
+	clk := slurmclitest.NewClock(time.Unix(1795263000, 0))
 	exp := slurmExporter(t, slurmSharedWithClock(t, f, slurmcli.FormatAuto, clk))
 	scrape := func() map[string]float64 {
 		return slurmSeries(t, testutil.Exposition(t, slurmGather(context.Background(), exp)))
 	}
 	scrape()
-	f.setFail("squeue")
+	f.SetFail("squeue", true)
 	for i := 1; i <= 3; i++ {
 		clk.Add(2 * time.Minute)
 		got := scrape()
-		for k, want := range map[string]float64{
+		slurmExpect(t, fmt.Sprintf("poll %d: ", i), got, map[string]float64{
 			`jobscope_slurm_snapshot_age_seconds{source="jobs"}`:                 (time.Duration(i) * 2 * time.Minute).Seconds(),
 			`jobscope_slurm_up{source="jobs"}`:                                   0,
 			`jobscope_scrape_collector_success{collector="slurm_jobs"}`:          0,
@@ -444,11 +312,7 @@ func TestSlurmFailingCommandAges(t *testing.T) {
 			`jobscope_slurm_command_errors_total{cause="exit",command="squeue"}`: float64(i),
 			`jobscope_slurm_snapshot_age_seconds{source="nodes"}`:                0,
 			`jobscope_slurm_up{source="nodes"}`:                                  1,
-		} {
-			if v, ok := got[k]; !ok || v != want {
-				t.Errorf("poll %d: %s = %v (present %v), want %v", i, k, v, ok, want)
-			}
-		}
+		})
 	}
 	clk.Add(5 * time.Minute) // 11 minutes without a good squeue; max age 10
 	got := scrape()

@@ -6,29 +6,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jobscope/jobscope/slurmcli/slurmclitest"
 )
 
-// fakeClock is a settable clock for the cache's poll interval and ages.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// newFakeClock is a settable clock for the cache's poll interval and ages.
+func newFakeClock() *slurmclitest.Clock { return slurmclitest.NewClock(time.Unix(1795263000, 0)) }
 
-func newFakeClock() *fakeClock { return &fakeClock{t: time.Unix(1795263000, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func newTestCache(t *testing.T, b *fakeBin, clk *fakeClock, format Format, timeout time.Duration, srcs ...Source) *Cache {
+func newTestCache(t *testing.T, b *slurmclitest.Bin, clk *slurmclitest.Clock, format Format, timeout time.Duration, srcs ...Source) *Cache {
 	c := NewCache(CacheConfig{
 		Runner:   &Runner{BinDir: b.Dir, Timeout: timeout},
 		Interval: time.Minute, MaxAge: 10 * time.Minute, Format: format, Now: clk.Now,
@@ -42,8 +27,8 @@ func newTestCache(t *testing.T, b *fakeBin, clk *fakeClock, format Format, timeo
 
 // Many concurrent scrapes share one run of each command per interval.
 func TestCacheSingleFlight(t *testing.T) {
-	b := newFakeBin(t)
-	b.fixtures("running")
+	b := slurmclitest.New(t)
+	b.Fixtures(fixtures, "running")
 	clk := newFakeClock()
 	c := newTestCache(t, b, clk, FormatAuto, 30*time.Second, Sources...)
 	scrape := func() {
@@ -63,18 +48,18 @@ func TestCacheSingleFlight(t *testing.T) {
 	scrape()
 	scrape() // same interval: served from the cache
 	for _, cmd := range []string{"squeue", "sinfo", "sshare", "sdiag"} {
-		if n := len(b.runs(cmd)); n != 1 {
+		if n := len(b.Runs(cmd)); n != 1 {
 			t.Errorf("%s ran %d times for 40 scrapes in one interval, want 1", cmd, n)
 		}
 	}
 	clk.Add(time.Minute)
 	scrape()
 	for _, cmd := range []string{"squeue", "sinfo", "sshare", "sdiag"} {
-		if n := len(b.runs(cmd)); n != 2 {
+		if n := len(b.Runs(cmd)); n != 2 {
 			t.Errorf("%s ran %d times over two intervals, want 2", cmd, n)
 		}
 	}
-	if n := len(b.runs("scontrol")); n != 0 {
+	if n := len(b.Runs("scontrol")); n != 0 {
 		t.Errorf("scontrol ran %d times in JSON mode", n)
 	}
 }
@@ -82,14 +67,14 @@ func TestCacheSingleFlight(t *testing.T) {
 // A failing command leaves the last good value served with a growing age,
 // never presented as fresh, and dropped past the maximum age.
 func TestCacheServesLastGoodWithAge(t *testing.T) {
-	b := newFakeBin(t)
-	b.fixtures("running")
+	b := slurmclitest.New(t)
+	b.Fixtures(fixtures, "running")
 	clk := newFakeClock()
 	c := newTestCache(t, b, clk, FormatAuto, 30*time.Second, SourceJobs)
 	if _, age, ok, err := c.Get(context.Background()).Value(SourceJobs); !ok || err != nil || age != 0 {
 		t.Fatalf("first: age %v ok %v err %v", age, ok, err)
 	}
-	b.setFail("squeue", true)
+	b.SetFail("squeue", true)
 	for i := 1; i <= 3; i++ {
 		clk.Add(time.Minute)
 		v, age, ok, err := c.Get(context.Background()).Value(SourceJobs)
@@ -107,7 +92,7 @@ func TestCacheServesLastGoodWithAge(t *testing.T) {
 	if _, _, ok, err := c.Get(context.Background()).Value(SourceJobs); ok || err == nil {
 		t.Errorf("value older than the maximum age still served (err %v)", err)
 	}
-	b.setFail("squeue", false)
+	b.SetFail("squeue", false)
 	clk.Add(time.Minute)
 	if _, age, ok, err := c.Get(context.Background()).Value(SourceJobs); !ok || err != nil || age != 0 {
 		t.Errorf("after recovery: age %v ok %v err %v", age, ok, err)
@@ -120,10 +105,10 @@ func TestCacheServesLastGoodWithAge(t *testing.T) {
 
 // In auto mode a squeue without --json is asked once, then only in text.
 func TestCacheAutoFallsBackToText(t *testing.T) {
-	b := newFakeBin(t)
-	b.fixtures("running")
+	b := slurmclitest.New(t)
+	b.Fixtures(fixtures, "running")
 	abs := func(n string) string { return "'" + fixtures + "/" + n + "'" }
-	b.script("squeue", `case "$1" in --json) echo "squeue: unrecognized option '--json'" >&2; exit 1;; *) exec cat `+abs("squeue-r-running.txt")+`;; esac`)
+	b.Script("squeue", `case "$1" in --json) echo "squeue: unrecognized option '--json'" >&2; exit 1;; *) exec cat `+abs("squeue-r-running.txt")+`;; esac`)
 	clk := newFakeClock()
 	c := newTestCache(t, b, clk, FormatAuto, 30*time.Second, SourceJobs)
 	for range 2 {
@@ -133,7 +118,7 @@ func TestCacheAutoFallsBackToText(t *testing.T) {
 		}
 		clk.Add(time.Minute)
 	}
-	runs := b.runs("squeue")
+	runs := b.Runs("squeue")
 	if len(runs) != 3 || runs[0] != "--json --all" || strings.Contains(runs[1]+runs[2], "--json") {
 		t.Errorf("squeue runs %q, want one --json then text only", runs)
 	}
@@ -142,17 +127,17 @@ func TestCacheAutoFallsBackToText(t *testing.T) {
 // A scrape waits for a hanging command only until its own deadline, then
 // gets what the cache has; the command is killed later, at its timeout.
 func TestCacheScrapeDeadline(t *testing.T) {
-	b := newFakeBin(t)
-	b.fixtures("running")
-	b.hang("sdiag")
+	b := slurmclitest.New(t)
+	b.Fixtures(fixtures, "running")
+	b.Hang("sdiag")
 	clk := newFakeClock()
 	c := newTestCache(t, b, clk, FormatAuto, time.Hour, SourceJobs, SourceDiag)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	snap := c.Get(ctx)
-	pids := b.hungPIDs("sdiag")
+	pids := b.HungPIDs("sdiag")
 	for _, p := range pids {
-		if gone(p) {
+		if slurmclitest.Gone(p) {
 			t.Fatalf("sdiag (pid %d) ended before the scrape gave up: test proves nothing", p)
 		}
 	}
@@ -164,7 +149,7 @@ func TestCacheScrapeDeadline(t *testing.T) {
 		t.Errorf("jobs held back by the hanging sdiag: ok %v err %v", ok, err)
 	}
 	c.Close() // the exporter shutting down kills what still runs
-	if !waitGone(pids) {
+	if !slurmclitest.WaitGone(pids) {
 		t.Errorf("sdiag processes %v survived Close", pids)
 	}
 }
@@ -172,9 +157,9 @@ func TestCacheScrapeDeadline(t *testing.T) {
 // A newer sinfo whose JSON has no "nodes" list: auto mode moves to the
 // text form (scontrol show node -o) for good.
 func TestCacheAutoFallsBackOnJSONShape(t *testing.T) {
-	b := newFakeBin(t)
-	b.fixtures("running")
-	b.script("sinfo", `echo '{"sinfo":[],"errors":[],"warnings":[]}'`)
+	b := slurmclitest.New(t)
+	b.Fixtures(fixtures, "running")
+	b.Script("sinfo", `echo '{"sinfo":[],"errors":[],"warnings":[]}'`)
 	clk := newFakeClock()
 	c := newTestCache(t, b, clk, FormatAuto, 30*time.Second, SourceNodes)
 	for range 2 {
@@ -184,7 +169,7 @@ func TestCacheAutoFallsBackOnJSONShape(t *testing.T) {
 		}
 		clk.Add(time.Minute)
 	}
-	if s, sc := len(b.runs("sinfo")), len(b.runs("scontrol")); s != 1 || sc != 2 {
+	if s, sc := len(b.Runs("sinfo")), len(b.Runs("scontrol")); s != 1 || sc != 2 {
 		t.Errorf("sinfo ran %d times, scontrol %d; want 1 and 2", s, sc)
 	}
 	// With --slurm.format=json there is no fallback: the error shows.
@@ -197,19 +182,19 @@ func TestCacheAutoFallsBackOnJSONShape(t *testing.T) {
 // When the refresh of a source is still running as the scrape must answer,
 // the previous value is served but not as fresh.
 func TestCacheOverdueRefreshNotFresh(t *testing.T) {
-	b := newFakeBin(t)
-	b.fixtures("running")
+	b := slurmclitest.New(t)
+	b.Fixtures(fixtures, "running")
 	clk := newFakeClock()
 	c := newTestCache(t, b, clk, FormatAuto, time.Hour, SourceDiag)
 	if r := c.Get(context.Background()).Results[SourceDiag]; !r.Fresh() {
 		t.Fatalf("first poll not fresh: %+v", r)
 	}
-	b.hang("sdiag")
+	b.Hang("sdiag")
 	clk.Add(2 * time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	snap := c.Get(ctx)
-	b.hungPIDs("sdiag")
+	b.HungPIDs("sdiag")
 	v, age, ok, err := snap.Value(SourceDiag)
 	if !ok || v == nil || age != 2*time.Minute {
 		t.Errorf("previous value not served: ok %v age %v", ok, age)

@@ -8,11 +8,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jobscope/jobscope/slurmcli/slurmclitest"
 )
 
 func TestRunnerNoShell(t *testing.T) {
-	b := newFakeBin(t)
-	b.script("squeue", `printf '%s\n' "$@"`)
+	b := slurmclitest.New(t)
+	b.Script("squeue", `printf '%s\n' "$@"`)
 	r := &Runner{BinDir: b.Dir, Timeout: 10 * time.Second}
 	marker := filepath.Join(t.TempDir(), "pwned")
 	arg := "$(touch " + marker + ");`touch " + marker + "`|x"
@@ -33,8 +35,8 @@ func TestRunnerNoShell(t *testing.T) {
 }
 
 func TestRunnerExitError(t *testing.T) {
-	b := newFakeBin(t)
-	b.script("sdiag", `echo "sdiag: unrecognized option '--json'" >&2; exit 1`)
+	b := slurmclitest.New(t)
+	b.Script("sdiag", `echo "sdiag: unrecognized option '--json'" >&2; exit 1`)
 	r := &Runner{BinDir: b.Dir, Timeout: 10 * time.Second}
 	_, err := r.Run(context.Background(), "sdiag", "--json")
 	var ee *ExitError
@@ -63,14 +65,14 @@ func TestRunnerStartError(t *testing.T) {
 
 // A hanging command is killed at its timeout, with what it started.
 func TestRunnerTimeoutKillsProcessGroup(t *testing.T) {
-	b := newFakeBin(t)
-	b.hang("squeue")
+	b := slurmclitest.New(t)
+	b.Hang("squeue")
 	r := &Runner{BinDir: b.Dir, Timeout: 300 * time.Millisecond}
 	_, err := r.Run(context.Background(), "squeue")
 	if !errors.Is(err, ErrTimeout) {
 		t.Fatalf("err = %v, want a timeout", err)
 	}
-	if pids := b.hungPIDs("squeue"); !waitGone(pids) {
+	if pids := b.HungPIDs("squeue"); !slurmclitest.WaitGone(pids) {
 		t.Errorf("processes %v survived the timeout", pids)
 	}
 	_, stats := r.Stats().Snapshot()
@@ -80,8 +82,8 @@ func TestRunnerTimeoutKillsProcessGroup(t *testing.T) {
 }
 
 func TestRunnerOutputLimit(t *testing.T) {
-	b := newFakeBin(t)
-	b.script("squeue", "exec head -c 100000 /dev/zero")
+	b := slurmclitest.New(t)
+	b.Script("squeue", "exec head -c 100000 /dev/zero")
 	r := &Runner{BinDir: b.Dir, Timeout: 10 * time.Second, MaxOutput: 1000}
 	if _, err := r.Run(context.Background(), "squeue"); err == nil {
 		t.Fatal("output over the limit accepted")
@@ -93,10 +95,10 @@ func TestRunnerOutputLimit(t *testing.T) {
 }
 
 func TestScontrolJobFields(t *testing.T) {
-	b := newFakeBin(t)
+	b := slurmclitest.New(t)
 	abs, _ := filepath.Abs(filepath.Join(fixtures, "scontrol-show-job-o-running.txt"))
 	// Print job 3's line, as `scontrol show job -o 3` would.
-	b.script("scontrol", "grep '^JobId=3 ' '"+abs+"'")
+	b.Script("scontrol", "grep '^JobId=3 ' '"+abs+"'")
 	r := &Runner{BinDir: b.Dir, Timeout: 10 * time.Second}
 	f, err := ScontrolJobFields(context.Background(), r, "3")
 	if err != nil {
@@ -105,13 +107,13 @@ func TestScontrolJobFields(t *testing.T) {
 	if f["UserId"] != "bob(1002)" || f["Account"] != "chemistry" || f["Partition"] != "batch" || f["QOS"] != "normal" || f["JobName"] != "memhog" {
 		t.Errorf("fields %v", f)
 	}
-	if got := b.runs("scontrol"); len(got) != 1 || got[0] != "-o show job 3" {
+	if got := b.Runs("scontrol"); len(got) != 1 || got[0] != "-o show job 3" {
 		t.Errorf("ran %q", got)
 	}
 	if _, err := ScontrolJobFields(context.Background(), r, "3;rm -rf /"); err == nil {
 		t.Error("bad job id accepted")
 	}
-	if len(b.runs("scontrol")) != 1 {
+	if len(b.Runs("scontrol")) != 1 {
 		t.Error("a command ran for a refused job id")
 	}
 }

@@ -2,28 +2,18 @@ package slurmcli
 
 import (
 	"context"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jobscope/jobscope/slurmcli/slurmclitest"
 )
 
-// sacctScript prints a 22.05 sacct -X capture cut down to the columns
-// jobscope asks for, with the header sacct prints without -n.
-func sacctScript(t *testing.T, b *fakeBin, when string) {
-	abs, err := filepath.Abs(filepath.Join(fixtures, "sacct-X-"+when+".txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.script("sacct", b.failCheck("sacct")+`echo 'JobIDRaw|State|Partition|Account|End'
-exec awk -F'|' -v OFS='|' '{print $2,$10,$8,$7,$15}' '`+abs+`'`)
-}
-
 func TestSacctIncremental(t *testing.T) {
-	b := newFakeBin(t)
-	sacctScript(t, b, "running")
-	clk := &fakeClock{t: time.Date(2026, 11, 21, 12, 10, 0, 0, time.UTC)}
+	b := slurmclitest.New(t)
+	b.Sacct(fixtures, "running")
+	clk := slurmclitest.NewClock(time.Date(2026, 11, 21, 12, 10, 0, 0, time.UTC))
 	c := newTestCache(t, b, clk, FormatAuto, 30*time.Second)
 	since := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	c.EnableSacct(NewSacctCounter(since, 10*time.Minute, time.UTC))
@@ -46,7 +36,7 @@ func TestSacctIncremental(t *testing.T) {
 	}
 	// 12:10-12:15, "after" capture: the nine others end; 1 and 11 are
 	// listed again and must not count twice.
-	sacctScript(t, b, "after")
+	b.Sacct(fixtures, "after")
 	clk.Add(5 * time.Minute)
 	want = map[EndKey]float64{
 		{"completed", "debug", "root"}:          1,
@@ -63,18 +53,18 @@ func TestSacctIncremental(t *testing.T) {
 	}
 	// A failing poll changes nothing and loses nothing; a later one adds
 	// nothing new.
-	b.setFail("sacct", true)
+	b.SetFail("sacct", true)
 	clk.Add(time.Minute)
 	if v, _, _, err := c.Get(context.Background()).Value(SourceSacct); err == nil || !reflect.DeepEqual(v, want) {
 		t.Errorf("failing poll: %v, %v", v, err)
 	}
-	b.setFail("sacct", false)
-	sacctScript(t, b, "after")
+	b.SetFail("sacct", false)
+	b.Sacct(fixtures, "after")
 	clk.Add(time.Minute)
 	if got := counts(); !reflect.DeepEqual(got, want) {
 		t.Errorf("later window: %v, want %v", got, want)
 	}
-	runs := b.runs("sacct")
+	runs := b.Runs("sacct")
 	if len(runs) != 4 || !strings.Contains(runs[0], "-S 2026-11-21T12:00:00 -E 2026-11-21T12:10:00") ||
 		!strings.Contains(runs[1], "-S 2026-11-21T12:00:00 -E 2026-11-21T12:15:00") ||
 		!strings.Contains(runs[3], "-S 2026-11-21T12:05:00 -E 2026-11-21T12:17:00") {

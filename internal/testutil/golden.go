@@ -1,5 +1,5 @@
 // Package testutil holds test helpers shared by jobscope's packages:
-// golden /metrics files and promtool checks.
+// golden /metrics files, promtool checks and fixture-tree copies.
 package testutil
 
 import (
