@@ -4,29 +4,27 @@
 package slurmcli
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/jobscope/jobscope/internal/cmdrun"
 )
 
 // Error causes counted per command.
 const (
-	CauseTimeout  = "timeout"   // killed at the command timeout
-	CauseExit     = "exit"      // non-zero exit status
-	CauseStart    = "start"     // not found, not executable
-	CauseTooLarge = "too_large" // stdout over the output limit
-	CauseParse    = "parse"     // output not understood
-	CauseCanceled = "canceled"  // the exporter shut down mid-run
+	CauseTimeout  = string(cmdrun.Timeout)  // killed at the command timeout
+	CauseExit     = string(cmdrun.Exit)     // non-zero exit status
+	CauseStart    = string(cmdrun.Start)    // not found, not executable
+	CauseTooLarge = string(cmdrun.TooLarge) // stdout over the output limit
+	CauseParse    = "parse"                 // output not understood
+	CauseCanceled = string(cmdrun.Canceled) // the exporter shut down mid-run
 )
 
 // defaultMaxOutput bounds what one command may print, so a runaway command
@@ -67,7 +65,7 @@ func (e *ExitError) Error() string {
 }
 
 // ErrTimeout marks a command killed at its timeout.
-var ErrTimeout = errors.New("command timed out and was killed")
+var ErrTimeout = cmdrun.ErrTimeout
 
 // Path returns the program run for name.
 func (r *Runner) Path(name string) string {
@@ -87,99 +85,37 @@ func (r *Runner) Run(ctx context.Context, name string, args ...string) ([]byte, 
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrTimeout)
-	defer cancel()
-
-	var stdout limitedBuffer
-	stdout.limit = r.MaxOutput
-	if stdout.limit <= 0 {
-		stdout.limit = defaultMaxOutput
+	maxOut := r.MaxOutput
+	if maxOut <= 0 {
+		maxOut = defaultMaxOutput
 	}
-	var stderr limitedBuffer
-	stderr.limit = stderrKeep
-	stderr.truncate = true
-
-	cmd := exec.CommandContext(ctx, r.Path(name), args...)
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	// Slurm prints times as configured by this variable; the parsers expect
-	// the standard ISO form.
-	cmd.Env = append(os.Environ(), "SLURM_TIME_FORMAT=standard")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		// Negative pid: the whole process group the command leads.
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	// If a grandchild escaped the group and holds the pipes, stop waiting.
-	cmd.WaitDelay = 2 * time.Second
-
-	start := time.Now()
-	err := cmd.Run()
-	d := time.Since(start)
-
-	cause := ""
-	switch {
-	case err == nil:
-	case stdout.over:
-		cause, err = CauseTooLarge, fmt.Errorf("%s: output over %d bytes", name, stdout.limit)
-	case errors.Is(context.Cause(ctx), ErrTimeout):
-		cause, err = CauseTimeout, fmt.Errorf("%s after %s: %w", name, timeout, ErrTimeout)
-	case ctx.Err() != nil:
-		cause, err = CauseCanceled, fmt.Errorf("%s: %w", name, context.Cause(ctx))
-	default:
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			cause, err = CauseExit, &ExitError{Command: name, Code: ee.ExitCode(), Stderr: stderr.String()}
-		} else {
-			cause, err = CauseStart, fmt.Errorf("%s: %w", name, err)
-		}
+	res, err := cmdrun.Run(ctx, cmdrun.Spec{
+		Path: r.Path(name), Args: args, Timeout: timeout, MaxStdout: maxOut, MaxStderr: stderrKeep,
+		// Slurm prints times as configured by this variable; the parsers
+		// expect the standard ISO form.
+		Env:       append(os.Environ(), "SLURM_TIME_FORMAT=standard"),
+		WaitDelay: 2 * time.Second,
+	})
+	cause, d := string(res.Cause), res.Duration
+	if res.Cause == cmdrun.Exit {
+		err = &ExitError{Command: name, Code: res.ExitCode, Stderr: res.Stderr}
 	}
 	r.stats.record(name, d, cause)
 	if r.Logger != nil {
 		if err != nil {
 			r.Logger.Debug("slurm command failed", "command", name, "args", args, "err", err)
-		} else if stderr.Len() > 0 {
-			r.Logger.Debug("slurm command wrote to stderr", "command", name, "stderr", strings.TrimSpace(stderr.String()))
+		} else if res.Stderr != "" {
+			r.Logger.Debug("slurm command wrote to stderr", "command", name, "stderr", strings.TrimSpace(res.Stderr))
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	return stdout.Bytes(), nil
+	return res.Stdout, nil
 }
 
 // Stats returns the per-command counters.
 func (r *Runner) Stats() *Stats { return &r.stats }
-
-// limitedBuffer keeps at most limit bytes; past it, it either drops the
-// rest (stderr) or fails the write, which ends the command (stdout). The
-// buffer is a field, not embedded: an embedded bytes.Buffer's ReadFrom
-// would let io.Copy bypass Write and the limit.
-type limitedBuffer struct {
-	buf      bytes.Buffer
-	limit    int
-	truncate bool
-	over     bool
-}
-
-func (b *limitedBuffer) Len() int       { return b.buf.Len() }
-func (b *limitedBuffer) Bytes() []byte  { return b.buf.Bytes() }
-func (b *limitedBuffer) String() string { return b.buf.String() }
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	room := b.limit - b.buf.Len()
-	if len(p) <= room {
-		return b.buf.Write(p)
-	}
-	if room > 0 {
-		b.buf.Write(p[:room])
-	}
-	if b.truncate {
-		return len(p), nil
-	}
-	b.over = true
-	return 0, errors.New("output limit reached")
-}
 
 // Stats counts runs, errors and time per command, for jobscope's own metrics.
 type Stats struct {

@@ -1,0 +1,117 @@
+// Package cmdrun runs an external command the way jobscope must: never
+// through a shell, in its own process group killed whole at the timeout,
+// with bounded output, so a hung or chatty Slurm or BMC tool can neither
+// block a scrape nor grow the exporter's memory.
+package cmdrun
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// Cause classifies a failed run, for error counters.
+type Cause string
+
+const (
+	OK       Cause = ""
+	Timeout  Cause = "timeout"   // killed at the timeout
+	Canceled Cause = "canceled"  // the caller's context ended first
+	Exit     Cause = "exit"      // non-zero exit status
+	Start    Cause = "start"     // could not be started (not found, not executable)
+	TooLarge Cause = "too_large" // stdout over the limit
+)
+
+// ErrTimeout marks a command killed at its timeout.
+var ErrTimeout = errors.New("command timed out and was killed")
+
+// Spec says how to run one command.
+type Spec struct {
+	Path      string
+	Args      []string
+	Env       []string // nil: the exporter's environment
+	Timeout   time.Duration
+	MaxStdout int // stdout beyond this fails the run (TooLarge)
+	// MaxStderr is what is kept of stderr (the rest is dropped).
+	MaxStderr int
+	// WaitDelay bounds the wait for pipes that a grandchild which escaped
+	// the group keeps open.
+	WaitDelay time.Duration
+}
+
+// Result is what a run gave.
+type Result struct {
+	Stdout   []byte
+	Stderr   string
+	Duration time.Duration
+	Cause    Cause
+	ExitCode int
+}
+
+// Run runs the command; err is nil only for Cause OK.
+func Run(ctx context.Context, s Spec) (Result, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, s.Timeout, ErrTimeout)
+	defer cancel()
+	stdout := limitedBuffer{limit: s.MaxStdout}
+	stderr := limitedBuffer{limit: s.MaxStderr, truncate: true}
+	cmd := exec.CommandContext(ctx, s.Path, s.Args...)
+	cmd.Stdout, cmd.Stderr, cmd.Env = &stdout, &stderr, s.Env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Negative pid: the whole process group the command leads.
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = s.WaitDelay
+
+	start := time.Now()
+	err := cmd.Run()
+	res := Result{Duration: time.Since(start), Stderr: stderr.buf.String()}
+	switch {
+	case err == nil:
+		res.Stdout = stdout.buf.Bytes()
+		return res, nil
+	case stdout.over:
+		res.Cause, err = TooLarge, fmt.Errorf("%s: output over %d bytes", s.Path, s.MaxStdout)
+	case errors.Is(context.Cause(ctx), ErrTimeout) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		// Our timeout, or a deadline the caller set: either way it took too long.
+		res.Cause, err = Timeout, fmt.Errorf("%s after %s: %w", s.Path, s.Timeout, ErrTimeout)
+	case ctx.Err() != nil:
+		res.Cause, err = Canceled, fmt.Errorf("%s: %w", s.Path, context.Cause(ctx))
+	default:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			res.Cause, res.ExitCode = Exit, ee.ExitCode()
+		} else {
+			res.Cause, err = Start, fmt.Errorf("%s: %w", s.Path, err)
+		}
+	}
+	return res, err
+}
+
+// limitedBuffer keeps at most limit bytes; past it, it either drops the
+// rest (stderr) or fails the write, which ends the command (stdout). The
+// buffer is a field, not embedded: an embedded bytes.Buffer's ReadFrom
+// would let io.Copy bypass Write and the limit.
+type limitedBuffer struct {
+	buf      bytes.Buffer
+	limit    int
+	truncate bool
+	over     bool
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	room := b.limit - b.buf.Len()
+	if len(p) <= room {
+		return b.buf.Write(p)
+	}
+	if room > 0 {
+		b.buf.Write(p[:room])
+	}
+	if b.truncate {
+		return len(p), nil
+	}
+	b.over = true
+	return 0, errors.New("output limit reached")
+}
