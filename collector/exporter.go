@@ -74,6 +74,7 @@ type result struct {
 }
 
 func (e *Exporter) collect(ctx context.Context, ch chan<- prometheus.Metric) {
+	start := time.Now()
 	jobs := e.jobsOnce(ctx)
 	results := make(map[string]chan result, len(e.names))
 	for _, name := range e.names {
@@ -83,11 +84,17 @@ func (e *Exporter) collect(ctx context.Context, ch chan<- prometheus.Metric) {
 	}
 	for _, name := range e.names {
 		var r result
+		// A collector that finished in time counts as finished even when
+		// the deadline has passed since (select would pick at random).
 		select {
 		case r = <-results[name]:
-		case <-ctx.Done():
-			r = result{err: fmt.Errorf("deadline: %w", ctx.Err())}
-			e.problems.Report(name, "timeout", ctx.Err())
+		default:
+			select {
+			case r = <-results[name]:
+			case <-ctx.Done():
+				r = result{err: fmt.Errorf("deadline: %w", ctx.Err()), duration: time.Since(start)}
+				e.problems.Report(name, "timeout", ctx.Err())
+			}
 		}
 		for _, m := range r.metrics {
 			ch <- m

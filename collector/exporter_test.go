@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -65,5 +66,33 @@ func TestExporterDeadlineAndPanic(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %s in\n%s", want, out)
 		}
+	}
+}
+
+// Collectors that finished before the deadline keep their result even when
+// a slow one used the deadline up.
+func TestExporterFinishedBeforeDeadline(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	cs := map[string]Collector{
+		"a_slow": funcCollector(func(s *Scrape, ch chan<- prometheus.Metric) error { <-release; return nil }),
+	}
+	for i := range 20 {
+		cs[fmt.Sprintf("b_fast%02d", i)] = funcCollector(func(s *Scrape, ch chan<- prometheus.Metric) error { return nil })
+	}
+	exp := NewExporter(cs, nil, NewProblems(nil), nil, BuildInfo{})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(exp.Bind(ctx))
+	out := string(testutil.Exposition(t, reg))
+	failed := 0
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "jobscope_scrape_collector_success{") && strings.HasSuffix(l, " 0") {
+			failed++
+		}
+	}
+	if failed != 1 || !strings.Contains(out, `jobscope_scrape_collector_success{collector="a_slow"} 0`) {
+		t.Errorf("want only a_slow failed, got %d failures:\n%s", failed, out)
 	}
 }
