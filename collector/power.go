@@ -83,17 +83,19 @@ type PowerOptions struct {
 }
 
 type powerCollector struct {
-	env    *Env
-	opts   PowerOptions
-	d      powerDescs
-	rapl   *power.RAPL
-	zones  []power.Zone
-	ipmi   *power.Poller[power.DCMIReading]
-	live   *power.Poller[power.Factor]
-	owid   *power.CountryFactor
-	ledger *power.Ledger
-	cpus   float64
-	memory float64
+	env       *Env
+	opts      PowerOptions
+	stop      chan struct{} // ends keepRAPL
+	closeOnce sync.Once
+	d         powerDescs
+	rapl      *power.RAPL
+	zones     []power.Zone
+	ipmi      *power.Poller[power.DCMIReading]
+	live      *power.Poller[power.Factor]
+	owid      *power.CountryFactor
+	ledger    *power.Ledger
+	cpus      float64
+	memory    float64
 
 	mu    sync.Mutex // orders node readings with ledger steps
 	usage *cgroupUsage
@@ -125,7 +127,8 @@ func NewPowerCollector(env *Env, o PowerOptions) (Collector, error) {
 		c.rapl = power.NewRAPL(sysfs)
 		c.zones, _ = c.rapl.Zones() // none: no RAPL series, checked per scrape
 		if len(c.zones) > 0 && o.RAPLInterval > 0 {
-			go c.keepRAPL(o.RAPLInterval)
+			c.stop = make(chan struct{})
+			go c.keepRAPL(o.RAPLInterval, c.stop)
 		}
 	}
 	fetch, err := ipmiSource(o, envLogger(env))
@@ -393,12 +396,27 @@ func shareOfDeadline(ctx context.Context) (context.Context, context.CancelFunc) 
 
 // keepRAPL reads the RAPL counters between scrapes: energy_uj wraps every
 // few minutes at full load (262 kJ at 400 W: 11 min), and two wraps between
-// reads would go unseen. It runs for the life of the process, like the
-// collector; errors are left to the scrapes to report.
-func (c *powerCollector) keepRAPL(every time.Duration) {
+// reads would go unseen. It runs until Close; errors are left to the
+// scrapes to report.
+func (c *powerCollector) keepRAPL(every time.Duration, stop <-chan struct{}) {
 	t := time.NewTicker(every)
 	defer t.Stop()
-	for range t.C {
-		c.rapl.Read(c.zones)
+	for {
+		select {
+		case <-t.C:
+			c.rapl.Read(c.zones)
+		case <-stop:
+			return
+		}
 	}
+}
+
+// Close stops the background RAPL reads.
+func (c *powerCollector) Close() error {
+	c.closeOnce.Do(func() {
+		if c.stop != nil {
+			close(c.stop)
+		}
+	})
+	return nil
 }

@@ -3,6 +3,7 @@ package collector
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -99,7 +100,10 @@ func NewProcessCollector(env *Env, o ProcessOptions) (Collector, error) {
 		if !filepath.IsAbs(m) {
 			return nil, fmt.Errorf("--collector.process.fs: %q is not an absolute path", m)
 		}
-		mounts = append(mounts, filepath.Clean(m))
+		// "/scratch" and "/scratch/" are one mount: one series.
+		if c := filepath.Clean(m); !slices.Contains(mounts, c) {
+			mounts = append(mounts, c)
+		}
 	}
 	o.Mounts = mounts
 	root := env.ProcFS

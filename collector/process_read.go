@@ -187,13 +187,13 @@ func (r *procReader) readProc(pid int, js *procJobSample, withIO bool, ri *procR
 	}
 	js.procs = append(js.procs, ps)
 
-	if n, err := p.FileDescriptorsLen(); err == nil {
+	if len(r.mounts) > 0 {
+		// The fd links are read anyway: their number is the fd count.
+		r.countFiles(p, pid, js, ri)
+	} else if n, err := p.FileDescriptorsLen(); err == nil {
 		js.fds += n
 	} else {
 		r.classify(ri, pid, err)
-	}
-	if len(r.mounts) > 0 {
-		r.countFiles(p, pid, js, ri)
 	}
 	if !r.threads {
 		return
@@ -214,6 +214,7 @@ func (r *procReader) countFiles(p procfs.Proc, pid int, js *procJobSample, ri *p
 		r.classify(ri, pid, err)
 		return
 	}
+	js.fds += len(targets)
 	for _, t := range targets {
 		for i, m := range r.mounts {
 			if procUnderMount(t, m) {

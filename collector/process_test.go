@@ -340,3 +340,14 @@ func TestProcessConcurrentScrapes(t *testing.T) {
 		}
 	}
 }
+
+// The same mount given twice ("/scratch", "/scratch/") is one series.
+func TestProcessMountsDeduplicated(t *testing.T) {
+	c, err := NewProcessCollector(&Env{ProcFS: t.TempDir(), Shared: NewShared()}, ProcessOptions{TopN: 5, Mounts: []string{"/scratch", "/scratch/", "/home"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.(*processCollector).reader.mounts; len(got) != 2 {
+		t.Errorf("mounts %v, want /scratch and /home once each", got)
+	}
+}

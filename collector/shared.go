@@ -46,3 +46,19 @@ func (s *Shared) Set(key string, o any) {
 // counts IO; while it holds a value other than false, the process
 // collector's procfs IO fallback stays off.
 const EBPFLoadedKey = "ebpf.loaded"
+
+// Close closes every shared object that can be closed (the GPU backend,
+// the Slurm command cache), once, when the exporter stops.
+func (s *Shared) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, o := range s.objs {
+		switch c := o.(type) {
+		case interface{ Close() error }:
+			_ = c.Close()
+		case interface{ Close() }:
+			c.Close()
+		}
+		delete(s.objs, k)
+	}
+}

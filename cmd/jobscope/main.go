@@ -60,7 +60,7 @@ func run(args []string) int {
 		}
 	}
 
-	exp, err := buildExporter(opts, fs, set, mode, logger)
+	exp, shared, err := buildExporter(opts, fs, set, mode, logger)
 	if err != nil {
 		logger.Error("cannot start", "err", err)
 		return 1
@@ -89,5 +89,6 @@ func run(args []string) int {
 		}
 	}
 	exp.Close()
+	shared.Close()
 	return 0
 }

@@ -35,7 +35,7 @@ func demoOptions(t *testing.T) (*options, *collector.Set, *pflag.FlagSet) {
 func TestServeDemo(t *testing.T) {
 	o, set, fs := demoOptions(t)
 	logger, _ := newLogger("error", "json", io.Discard)
-	exp, err := buildExporter(o, fs, set, collector.ModeNode, logger)
+	exp, _, err := buildExporter(o, fs, set, collector.ModeNode, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestGzip(t *testing.T) {
 	}
 	o, set, fs := demoOptions(t)
 	logger, _ := newLogger("error", "json", io.Discard)
-	exp, err := buildExporter(o, fs, set, collector.ModeNode, logger)
+	exp, _, err := buildExporter(o, fs, set, collector.ModeNode, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

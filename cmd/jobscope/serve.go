@@ -18,7 +18,9 @@ import (
 	"github.com/jobscope/jobscope/collector/discovery"
 )
 
-func buildExporter(o *options, fs *pflag.FlagSet, set *collector.Set, mode collector.Mode, logger *slog.Logger) (*collector.Exporter, error) {
+// buildExporter builds the enabled collectors; the Shared it returns holds
+// what they share (GPU backend, Slurm cache), closed at shutdown.
+func buildExporter(o *options, fs *pflag.FlagSet, set *collector.Set, mode collector.Mode, logger *slog.Logger) (*collector.Exporter, *collector.Shared, error) {
 	names := set.Enabled(mode)
 	env := &collector.Env{CgroupFS: o.cgroupfs, ProcFS: o.procfs, SysFS: o.sysfs, Logger: logger, Shared: collector.NewShared()}
 	problems := collector.NewProblems(logger)
@@ -35,7 +37,7 @@ func buildExporter(o *options, fs *pflag.FlagSet, set *collector.Set, mode colle
 		if o.scontrolFallback {
 			sc, err := scontrolFallback(fs, o.scontrolTimeout, logger)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			cfg.Scontrol = sc
 		}
@@ -45,7 +47,7 @@ func buildExporter(o *options, fs *pflag.FlagSet, set *collector.Set, mode colle
 		logger.Warn("collector unavailable: its success metric stays 0", "collector", name, "err", err)
 	})
 	info := collector.BuildInfo{Version: version, Revision: revision, GoVersion: runtime.Version()}
-	return collector.NewExporter(built, env.Discoverer, problems, logger, info), nil
+	return collector.NewExporter(built, env.Discoverer, problems, logger, info), env.Shared, nil
 }
 
 func newMux(exp *collector.Exporter, o *options, logger *slog.Logger) *http.ServeMux {
