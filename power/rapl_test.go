@@ -4,31 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"testing"
-)
 
-func copyTree(t testing.TB, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
+	"github.com/jobscope/jobscope/internal/testutil"
+)
 
 func TestZones(t *testing.T) {
 	r := NewRAPL("../testdata/power/node/scrape1/sys")
@@ -77,7 +56,7 @@ func TestZonesAbsent(t *testing.T) {
 // below the top of its range to 150 J, so it used 250 J.
 func TestWrap(t *testing.T) {
 	dir := t.TempDir()
-	copyTree(t, "../testdata/power/wrap/1", dir)
+	testutil.CopyTree(t, "../testdata/power/wrap/1", dir)
 	r := NewRAPL(dir)
 	zones, err := r.Zones()
 	if err != nil {
@@ -87,7 +66,7 @@ func TestWrap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	copyTree(t, "../testdata/power/wrap/2", dir)
+	testutil.CopyTree(t, "../testdata/power/wrap/2", dir)
 	second, err := r.Read(zones)
 	if err != nil {
 		t.Fatal(err)
