@@ -125,6 +125,10 @@ func (c *gpuCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error {
 	}
 	snap, err := c.backend.Snapshot(s.Context())
 	if err != nil {
+		// No reading now: the power collector must not attribute an old one.
+		if c.energy != nil {
+			c.energy.update(nil, nil)
+		}
 		return fmt.Errorf("gpu %s snapshot: %w", c.backend.Name(), err)
 	}
 	for _, e := range snap.Errors {

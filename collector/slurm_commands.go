@@ -28,14 +28,14 @@ func newSlurmCommands(c *slurmcli.Cache) *slurmCommands {
 	return &slurmCommands{
 		cache: c,
 		runs: prometheus.NewDesc("jobscope_slurm_command_runs_total",
-			"Slurm commands jobscope ran (at most one per source per --slurm.poll-interval).", []string{"command"}, nil),
+			"Slurm commands jobscope ran since start, counted by its command runner (at most one per source per --slurm.poll-interval, whatever the number of scrapes).", []string{"command"}, nil),
 		errs: prometheus.NewDesc("jobscope_slurm_command_errors_total",
 			"Slurm command runs that failed, by cause: timeout (killed at --slurm.command-timeout), exit (non-zero status), start, parse (output not understood), too_large, canceled.",
 			[]string{"command", "cause"}, nil),
 		seconds: prometheus.NewDesc("jobscope_slurm_command_duration_seconds_total",
-			"Time spent running Slurm commands.", []string{"command"}, nil),
+			"Wall time spent running Slurm commands since start, measured by jobscope's command runner.", []string{"command"}, nil),
 		lastTime: prometheus.NewDesc("jobscope_slurm_command_last_duration_seconds",
-			"Duration of the latest run of each Slurm command.", []string{"command"}, nil),
+			"Wall time of the latest run of each Slurm command, measured by jobscope's command runner (runs happen once per poll interval, not per scrape).", []string{"command"}, nil),
 	}
 }
 

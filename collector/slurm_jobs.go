@@ -84,12 +84,15 @@ func (c *slurmJobs) Collect(s *Scrape, ch chan<- prometheus.Metric) error {
 		if !j.InQueue() {
 			continue
 		}
-		state := strings.ToLower(j.State)
-		add(byPart, slurmLabelPair{j.Partition, state}, j)
-		add(byUser, slurmLabelPair{j.User, state}, j)
-		add(byAcct, slurmLabelPair{j.Account, state}, j)
+		// Labels are made valid UTF-8 before grouping: two raw names that
+		// clean to one value must add up, not become duplicate series.
+		state := slurmLabel(strings.ToLower(j.State))
+		part := slurmLabel(j.Partition)
+		add(byPart, slurmLabelPair{part, state}, j)
+		add(byUser, slurmLabelPair{slurmLabel(j.User), state}, j)
+		add(byAcct, slurmLabelPair{slurmLabel(j.Account), state}, j)
 		if j.State == "PENDING" {
-			pending[slurmLabelPair{j.Partition, j.Reason}] += float64(j.Count)
+			pending[slurmLabelPair{part, slurmLabel(j.Reason)}] += float64(j.Count)
 		}
 	}
 	emit := func(d slurmJobGroupDescs, m map[slurmLabelPair]*slurmJobSums) {

@@ -229,7 +229,21 @@ func (m *Mapper) fromEnviron(st *mapState, jobs []Job) {
 		bad := found.bad
 		if j.PIDs != nil && m.ProcFS != "" {
 			budget := envPIDsPerScrape
-			for _, pid := range j.PIDs() {
+			pids := j.PIDs()
+			// Forget pids that are gone, so a long job that forks many
+			// short processes does not grow the set without end.
+			if len(e.read) > 0 {
+				live := make(map[int]bool, len(pids))
+				for _, pid := range pids {
+					live[pid] = true
+				}
+				for pid := range e.read {
+					if !live[pid] {
+						delete(e.read, pid)
+					}
+				}
+			}
+			for _, pid := range pids {
 				if e.read[pid] || budget == 0 {
 					continue
 				}

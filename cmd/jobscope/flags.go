@@ -17,6 +17,7 @@ type options struct {
 	logLevel, logFormat            string
 	mode                           string
 	scrapeTimeout                  time.Duration
+	maxRequests                    int
 	propsDir                       string
 	scontrolFallback               bool
 	scontrolTimeout                time.Duration
@@ -30,6 +31,7 @@ func registerFlags(fs *pflag.FlagSet) *options {
 	fs.BoolVar(&o.systemdSocket, "web.systemd-socket", false, "Use systemd socket activation listeners instead of port listeners.")
 	fs.StringVar(&o.metricsPath, "web.telemetry-path", "/metrics", "Path under which to expose metrics.")
 	fs.DurationVar(&o.scrapeTimeout, "web.scrape-timeout", 10*time.Second, "Longest a scrape may take; Prometheus's X-Prometheus-Scrape-Timeout-Seconds shortens it.")
+	fs.IntVar(&o.maxRequests, "web.max-requests", 2, "Scrapes served at once; more wait for a slot until their deadline, then get 503.")
 	fs.StringVar(&o.mode, "mode", "node", "Role: node (per-job metrics on a compute node) or controller (cluster metrics from Slurm commands); picks the default collectors.")
 	fs.StringVar(&o.cgroupfs, "path.cgroupfs", "", "cgroup filesystem root; empty detects the mounts from /proc/self/mountinfo. A given tree's version (v1, v2, hybrid) is recognised from the tree.")
 	fs.StringVar(&o.procfs, "path.procfs", "/proc", "procfs mount point.")

@@ -56,17 +56,29 @@ func newMux(exp *collector.Exporter, o *options, logger *slog.Logger) *http.Serv
 	// gatherers merged would check every series twice).
 	goColl := collectors.NewGoCollector()
 	procColl := collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})
+	handlerOpts := promhttp.HandlerOpts{
+		ErrorHandling:      promhttp.ContinueOnError,
+		ErrorLog:           slog.NewLogLogger(logger.Handler(), slog.LevelError),
+		DisableCompression: true,
+	}
+	// Each scrape reads every job: a burst of scrapers queues here rather
+	// than multiplying the node's load; one that waits past its deadline
+	// gets 503.
+	slots := make(chan struct{}, max(1, o.maxRequests))
 	mux := http.NewServeMux()
 	mux.Handle(o.metricsPath, withGzip(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), scrapeTimeout(r, o.scrapeTimeout))
 		defer cancel()
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+		case <-ctx.Done():
+			http.Error(w, "too many concurrent scrapes", http.StatusServiceUnavailable)
+			return
+		}
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(exp.Bind(ctx), goColl, procColl)
-		promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-			ErrorHandling:      promhttp.ContinueOnError,
-			ErrorLog:           slog.NewLogLogger(logger.Handler(), slog.LevelError),
-			DisableCompression: true,
-		}).ServeHTTP(w, r)
+		promhttp.HandlerFor(reg, handlerOpts).ServeHTTP(w, r)
 	})))
 	if o.metricsPath != "/" {
 		mux.HandleFunc("/", landing(exp, o))

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jobscope/jobscope/collector"
+)
+
+type blockingCollector struct{ release chan struct{} }
+
+func (b blockingCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
+	select {
+	case <-b.release:
+	case <-s.Context().Done():
+	}
+	return nil
+}
+
+// With --web.max-requests=1 a second scrape waits for the first; one whose
+// deadline passes while waiting gets 503.
+func TestScrapeSlots(t *testing.T) {
+	release := make(chan struct{})
+	exp := collector.NewExporter(map[string]collector.Collector{"block": blockingCollector{release}}, nil,
+		collector.NewProblems(nil), nil, collector.BuildInfo{})
+	logger, _ := newLogger("error", "json", io.Discard)
+	o := &options{metricsPath: "/metrics", scrapeTimeout: 10 * time.Second, maxRequests: 1}
+	srv := httptest.NewServer(newMux(exp, o, logger))
+	defer srv.Close()
+	first := make(chan int, 1)
+	go func() {
+		resp, err := http.Get(srv.URL + "/metrics")
+		if err != nil {
+			first <- 0
+			return
+		}
+		resp.Body.Close()
+		first <- resp.StatusCode
+	}()
+	time.Sleep(200 * time.Millisecond) // the first scrape holds the slot
+	req, _ := http.NewRequest("GET", srv.URL+"/metrics", nil)
+	req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", "0.8")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("second scrape: %d, want 503", resp.StatusCode)
+	}
+	close(release)
+	select {
+	case code := <-first:
+		if code != 200 {
+			t.Errorf("first scrape: %d", code)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("first scrape never answered")
+	}
+}
