@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"github.com/jobscope/jobscope/collector/discovery"
 	"os"
 	"path/filepath"
 	"testing"
@@ -47,7 +48,7 @@ func FuzzCgroupPath(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
-		if id := jobFromCgroupPath(line); id != "" && !isDigits(id) {
+		if id := discovery.JobIDFromCgroupPath(line); id != "" && !isDigits(id) {
 			t.Fatalf("job id %q from %q", id, line)
 		}
 	})

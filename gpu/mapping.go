@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/jobscope/jobscope/collector/discovery"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -318,17 +319,7 @@ func jobFromCgroupFile(path string) string {
 		if len(parts) < 3 {
 			continue
 		}
-		if id := jobFromCgroupPath(parts[2]); id != "" {
-			return id
-		}
-	}
-	return ""
-}
-
-// jobFromCgroupPath finds the numeric job id of a ".../job_<id>/..." path.
-func jobFromCgroupPath(p string) string {
-	for _, el := range strings.Split(p, "/") {
-		if id, ok := strings.CutPrefix(el, "job_"); ok && isDigits(id) {
+		if id := discovery.JobIDFromCgroupPath(parts[2]); id != "" {
 			return id
 		}
 	}

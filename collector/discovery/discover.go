@@ -215,6 +215,17 @@ type DirError struct{ Path, Why string }
 
 func (e *DirError) Error() string { return e.Path + ": " + e.Why }
 
+// JobIDFromCgroupPath finds the numeric job id of a ".../job_<id>/..."
+// cgroup path (a line of /proc/<pid>/cgroup), or "".
+func JobIDFromCgroupPath(p string) string {
+	for _, el := range strings.Split(p, "/") {
+		if id, ok := strings.CutPrefix(el, "job_"); ok && isJobID(id) {
+			return id
+		}
+	}
+	return ""
+}
+
 func isJobID(s string) bool {
 	if s == "" || len(s) > 12 {
 		return false
