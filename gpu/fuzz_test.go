@@ -1,10 +1,11 @@
 package gpu
 
 import (
-	"github.com/jobscope/jobscope/collector/discovery"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/jobscope/jobscope/collector/discovery"
 )
 
 // FuzzRefsFromEnviron feeds /proc/<pid>/environ contents through the GPU

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/jobscope/jobscope/collector/discovery"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/jobscope/jobscope/collector/discovery"
 )
 
 // Method says how a GPU was found to belong to a job, in the order the
