@@ -76,7 +76,6 @@ type processCollector struct {
 	mu     sync.Mutex // one scrape at a time updates the accounting
 	gen    uint64
 	jobs   map[string]*procJobAcct
-	sample procJobSample
 	cpuBuf []procExeValue
 }
 
@@ -188,16 +187,15 @@ func (c *processCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error
 	defer c.mu.Unlock()
 	c.gen++
 	withIO := c.ioOn()
-	var ri procReadIssues
+	jobs := s.Jobs()
+	discovery.PrefetchPIDs(jobs, procReadWorkers)
+	samples, ri, read := c.readJobs(s, jobs, withIO)
 	seen := make(map[*procJobAcct]bool)
 	var err error
-	discovery.PrefetchPIDs(s.Jobs(), 4)
-	for _, j := range s.Jobs() {
-		if err = s.Context().Err(); err != nil {
-			err = fmt.Errorf("process: %d jobs left unread: %w", len(s.Jobs())-len(seen), err)
-			break
-		}
-		c.reader.readJob(j.PIDs(), &c.sample, withIO, &ri)
+	if read < len(jobs) {
+		err = fmt.Errorf("process: %d jobs left unread: %w", len(jobs)-read, s.Context().Err())
+	}
+	for i, j := range jobs[:read] {
 		key := j.ID + "|" + j.Meta.Key
 		a := c.jobs[key]
 		if a == nil {
@@ -206,8 +204,8 @@ func (c *processCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error
 		}
 		seen[a] = true
 		a.unseen = 0
-		a.update(&c.sample, c.gen, c.opts.TopN)
-		c.emit(ch, j.Labels(), a, withIO)
+		a.update(&samples[i], c.gen, c.opts.TopN)
+		c.emit(ch, j.Labels(), a, &samples[i], withIO)
 	}
 	if err == nil {
 		for k, a := range c.jobs {
@@ -227,8 +225,53 @@ func (c *processCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error
 	return err
 }
 
-func (c *processCollector) emit(ch chan<- prometheus.Metric, labels []string, a *procJobAcct, withIO bool) {
-	js := &c.sample
+// procReadWorkers read jobs' procfs files in parallel: the reads are
+// syscalls, the accounting after them is cheap and stays sequential.
+const procReadWorkers = 4
+
+// readJobs reads the jobs in order of the slice with a few workers and
+// returns their samples, the issues met, and how many leading jobs were
+// read before the scrape's deadline.
+func (c *processCollector) readJobs(s *Scrape, jobs []*discovery.Job, withIO bool) ([]procJobSample, procReadIssues, int) {
+	samples := make([]procJobSample, len(jobs))
+	done := make([]bool, len(jobs))
+	issues := make([]procReadIssues, procReadWorkers)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := range min(procReadWorkers, max(len(jobs), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if s.Context().Err() != nil {
+					continue
+				}
+				c.reader.readJob(jobs[i].PIDs(), &samples[i], withIO, &issues[w])
+				done[i] = true
+			}
+		}()
+	}
+	for i := range jobs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	var ri procReadIssues
+	for _, w := range issues {
+		ri.listed += w.listed
+		ri.found += w.found
+		for cause, err := range w.errs {
+			ri.add(cause, err)
+		}
+	}
+	read := 0
+	for read < len(jobs) && done[read] {
+		read++
+	}
+	return samples, ri, read
+}
+
+func (c *processCollector) emit(ch chan<- prometheus.Metric, labels []string, a *procJobAcct, js *procJobSample, withIO bool) {
 	gauge := func(d *prometheus.Desc, v float64, extra ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append(labels, extra...)...)
 	}
