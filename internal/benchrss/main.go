@@ -27,7 +27,7 @@ func main() {
 	scrapes := flag.Int("scrapes", 30, "scrapes per tree")
 	extra := flag.String("flags", "", "extra jobscope flags, space-separated (e.g. --collector.process=false)")
 	flag.Parse()
-	fmt.Printf("%-6s %12s %12s %12s %10s %10s\n", "jobs", "median_ms", "p90_ms", "bytes", "rss_MiB", "hwm_MiB")
+	fmt.Printf("%-6s %12s %12s %12s %10s %10s %10s\n", "jobs", "median_ms", "p90_ms", "bytes", "rss_MiB", "hwm_MiB", "anon_MiB")
 	for _, s := range strings.Split(*jobs, ",") {
 		n, err := strconv.Atoi(s)
 		if err != nil {
@@ -83,8 +83,8 @@ func measure(bin string, n, scrapes int, extra []string) error {
 		ds = append(ds, time.Since(start))
 	}
 	sort.Slice(ds, func(a, b int) bool { return ds[a] < ds[b] })
-	rss, hwm := memory(cmd.Process.Pid)
-	fmt.Printf("%-6d %12.2f %12.2f %12d %10.1f %10.1f\n", n, ms(ds[len(ds)/2]), ms(ds[len(ds)*9/10]), size, rss, hwm)
+	rss, hwm, anon := memory(cmd.Process.Pid)
+	fmt.Printf("%-6d %12.2f %12.2f %12d %10.1f %10.1f %10.1f\n", n, ms(ds[len(ds)/2]), ms(ds[len(ds)*9/10]), size, rss, hwm, anon)
 	return nil
 }
 
@@ -101,7 +101,9 @@ func scrape(url string) (int, error) {
 	return len(b), err
 }
 
-func memory(pid int) (rss, hwm float64) {
+// memory reads VmRSS and VmHWM, and RssAnon: the part of RSS that is not
+// the mapped executable and libraries.
+func memory(pid int) (rss, hwm, anon float64) {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	for _, l := range strings.Split(string(b), "\n") {
 		f := strings.Fields(l)
@@ -112,6 +114,8 @@ func memory(pid int) (rss, hwm float64) {
 				rss = kb / 1024
 			case "VmHWM:":
 				hwm = kb / 1024
+			case "RssAnon:":
+				anon = kb / 1024
 			}
 		}
 	}
