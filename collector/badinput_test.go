@@ -42,7 +42,7 @@ func newBadRun(t *testing.T, root string, fault func(string) error) *badRun {
 	disc := discovery.New(discovery.Config{
 		Layout: discovery.Layout{V2: filepath.Join(root, "cgroup")}, ProcFS: filepath.Join(root, "proc"),
 		PropsDir: filepath.Join(root, "props"), LookupUser: lookupFixtureUser,
-		StartTime: func(string) int64 { return 1 },
+		StartTime: func(string) int64 { return 1 }, ProcOwner: fixtureOwner,
 	})
 	problems := NewProblems(log)
 	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys"), Fault: fault})

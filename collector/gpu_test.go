@@ -37,7 +37,7 @@ func gpuFixture(t testing.TB, node string, open func(gpu.Config) (gpu.Backend, e
 			}
 			return "", errors.New("unknown uid")
 		},
-		StartTime: func(string) int64 { return 1795000000 },
+		StartTime: func(string) int64 { return 1795000000 }, ProcOwner: fixtureOwner,
 	})
 	env := &Env{ProcFS: filepath.Join(root, "proc"), Shared: NewShared()}
 	c, err := NewGPUCollector(env, GPUOptions{Backend: "auto", MappingDir: filepath.Join(root, "mapping"), Open: open})
@@ -115,7 +115,7 @@ func TestGPUDemoFixture(t *testing.T) {
 		t.Skipf("demo node not present: %v", err)
 	}
 	disc := discovery.New(discovery.Config{Layout: layout, ProcFS: filepath.Join(root, "proc"), PropsDir: filepath.Join(root, "props"),
-		LookupUser: func(int) (string, error) { return "", errors.New("none") }})
+		LookupUser: func(int) (string, error) { return "", errors.New("none") }, ProcOwner: fixtureOwner})
 	c, err := NewGPUCollector(&Env{ProcFS: filepath.Join(root, "proc")}, GPUOptions{
 		Backend: "fake", FakeFile: filepath.Join("..", "testdata", "gpu", "demo.json"),
 		MappingDir: filepath.Join("..", "testdata", "gpu", "demo-mapping")})

@@ -15,6 +15,10 @@ import (
 
 var fixtureUsers = map[int]string{1001: "alice", 1002: "bob"}
 
+// fixtureOwner stands for the owner of a fixture /proc/<pid>: whoever
+// checked the tree out, so it must not decide a job's user.
+func fixtureOwner(string) (int, bool) { return 0, true }
+
 func lookupFixtureUser(uid int) (string, error) {
 	if n, ok := fixtureUsers[uid]; ok {
 		return n, nil
@@ -33,7 +37,7 @@ func fixtureExporter(t testing.TB, node string) (*Exporter, *Problems) {
 	}
 	disc := discovery.New(discovery.Config{
 		Layout: layout, ProcFS: filepath.Join(root, "proc"), PropsDir: filepath.Join(root, "props"),
-		LookupUser: lookupFixtureUser, StartTime: func(string) int64 { return 1795000000 },
+		LookupUser: lookupFixtureUser, StartTime: func(string) int64 { return 1795000000 }, ProcOwner: fixtureOwner,
 	})
 	problems := NewProblems(nil)
 	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys")})

@@ -28,6 +28,9 @@ type Config struct {
 	// StartTime gives a job's start time (unix seconds) from its cgroup
 	// directory when Slurm did not give one; it makes the job key. Tests fix it.
 	StartTime func(dir string) int64
+	// ProcOwner gives the uid owning a /proc/<pid> directory (v2 paths carry
+	// no uid); tests fix it, since a fixture's owner is whoever checked it out.
+	ProcOwner func(procDir string) (uid int, ok bool)
 }
 
 // Problem is reported for input that is wrong in a way an admin should see.
@@ -62,6 +65,9 @@ func New(cfg Config) *Discoverer {
 	}
 	if cfg.StartTime == nil {
 		cfg.StartTime = dirCtime
+	}
+	if cfg.ProcOwner == nil {
+		cfg.ProcOwner = statOwner
 	}
 	return &Discoverer{cfg: cfg, users: newUserCache(cfg.LookupUser), metas: map[string]*metaEntry{}}
 }

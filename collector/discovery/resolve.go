@@ -107,15 +107,23 @@ func (d *Discoverer) environOf(j *Job) map[string]string {
 // paths carry no uid), or -1.
 func (d *Discoverer) ownerOf(j *Job) int {
 	for _, pid := range j.PIDs() {
-		fi, err := os.Stat(filepath.Join(d.cfg.ProcFS, strconv.Itoa(pid)))
-		if err != nil {
-			continue
-		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
-			return int(st.Uid)
+		if uid, ok := d.cfg.ProcOwner(filepath.Join(d.cfg.ProcFS, strconv.Itoa(pid))); ok && uid != 0 {
+			return uid
 		}
 	}
 	return -1
+}
+
+func statOwner(dir string) (int, bool) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return 0, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int(st.Uid), true
 }
 
 // metaFromScontrol maps `scontrol show job -o` fields.
