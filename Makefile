@@ -51,7 +51,7 @@ e2e: build
 # binary over HTTP: all default node collectors but ebpf, and the cgroup
 # collector alone.
 bench: build
-	$(GO) test -run '^$$' -bench 'Scrape' -benchmem -count 5 ./collector/ | tee bench.out
+	$(GO) test -run '^$$' -bench 'Scrape' -benchmem -count 5 ./collector/cgroup/ | tee bench.out
 	$(GO) run ./internal/benchrss -jobs 128,512
 	$(GO) run ./internal/benchrss -jobs 128,512 -flags "--collector.process=false --collector.gpu=false --collector.power=false"
 
@@ -64,7 +64,7 @@ generate:
 	$(GO) generate ./...
 
 docs:
-	$(GO) test ./collector/ -run TestMetricsDoc -update
+	$(GO) test ./collector/registry/ -run TestMetricsDoc -update
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -1,6 +1,6 @@
-// Package collector holds the collector framework (named collectors, one
-// discovery snapshot per scrape, concurrent collection under a deadline)
-// and the collectors themselves, one file each.
+// Package collector holds the collector framework: named collectors, one
+// discovery snapshot per scrape, concurrent collection under a deadline.
+// The collectors live in its sub-packages; collector/registry lists them.
 package collector
 
 import (

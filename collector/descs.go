@@ -4,6 +4,8 @@ import (
 	"reflect"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jobscope/jobscope/collector/discovery"
 )
 
 // DescsOf returns every *prometheus.Desc field of a descriptor struct, so
@@ -31,4 +33,16 @@ func DescsOf(v any) []*prometheus.Desc {
 func frameworkDescs() []*prometheus.Desc {
 	e := NewExporter(nil, nil, NewProblems(nil), nil, BuildInfo{})
 	return []*prometheus.Desc{e.durationDesc, e.successDesc, e.buildDesc, e.jobsDesc, NewProblems(nil).desc}
+}
+
+// JobDesc builds a per-job descriptor: the job labels, then extra.
+func JobDesc(name, help string, extra ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, append(append([]string{}, discovery.JobLabelNames...), extra...), nil)
+}
+
+// CPUCoreDesc is slurm_job_cpu_core_seconds_total: one name, one HELP,
+// whichever collector (cgroup or ebpf) provides the series on this node.
+func CPUCoreDesc() *prometheus.Desc {
+	return JobDesc("slurm_job_cpu_core_seconds_total",
+		"CPU time of the job per core: the ebpf collector's sched_switch accounting while it is loaded (v1 and v2), else v1 cpuacct.usage_percpu for the allocated cores. One source per node.", "core")
 }

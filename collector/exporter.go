@@ -50,6 +50,9 @@ func NewExporter(collectors map[string]Collector, disc *discovery.Discoverer, pr
 	}
 }
 
+// Collector returns the named collector (nil when it is not enabled).
+func (e *Exporter) Collector(name string) Collector { return e.collectors[name] }
+
 // Names lists the enabled collectors.
 func (e *Exporter) Names() []string { return e.names }
 

@@ -11,13 +11,13 @@ import (
 
 // Per-job series are most of a node's output (60-odd per job), and
 // prometheus.MustNewConstMetric builds every label pair anew: ~19
-// allocations a series. jobSeries builds a job's label pairs once per scrape
+// allocations a series. JobSeries builds a job's label pairs once per scrape
 // and shares pairs of bounded extra labels (type="anon", core="3") across
 // jobs and scrapes, so a series costs one allocation and one label slice.
 // The pairs are never written after creation, which is what sharing needs.
 
-// pairCache holds shared label pairs of bounded label values.
-type pairCache struct {
+// PairCache holds shared label pairs of bounded label values.
+type PairCache struct {
 	mu    sync.Mutex
 	pairs map[string]*dto.LabelPair
 }
@@ -25,9 +25,9 @@ type pairCache struct {
 // pairCacheMax bounds the cache; past it pairs are built per series.
 const pairCacheMax = 1 << 14
 
-func newPairCache() *pairCache { return &pairCache{pairs: map[string]*dto.LabelPair{}} }
+func NewPairCache() *PairCache { return &PairCache{pairs: map[string]*dto.LabelPair{}} }
 
-func (c *pairCache) get(name, value string) *dto.LabelPair {
+func (c *PairCache) get(name, value string) *dto.LabelPair {
 	key := name + "\x00" + value
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -41,25 +41,25 @@ func (c *pairCache) get(name, value string) *dto.LabelPair {
 	return p
 }
 
-// jobSeries makes the series of one job in one scrape.
-type jobSeries struct {
+// JobSeries makes the series of one job in one scrape.
+type JobSeries struct {
 	base  []*dto.LabelPair // jobid, user, account, sorted by name
-	cache *pairCache
+	cache *PairCache
 }
 
-func newJobSeries(values []string, cache *pairCache) *jobSeries {
+func NewJobSeries(values []string, cache *PairCache) *JobSeries {
 	base := make([]*dto.LabelPair, 0, len(values))
 	for i, v := range values {
 		name, value := jobLabelNames[i], v
 		base = append(base, &dto.LabelPair{Name: &name, Value: &value})
 	}
 	slices.SortFunc(base, func(a, b *dto.LabelPair) int { return strings.Compare(a.GetName(), b.GetName()) })
-	return &jobSeries{base: base, cache: cache}
+	return &JobSeries{base: base, cache: cache}
 }
 
-// metric returns a series of d. names are d's extra label names (after the
+// Metric returns a series of d. names are d's extra label names (after the
 // job labels), values their values.
-func (js *jobSeries) metric(d *prometheus.Desc, names []string, t prometheus.ValueType, v float64, values ...string) prometheus.Metric {
+func (js *JobSeries) Metric(d *prometheus.Desc, names []string, t prometheus.ValueType, v float64, values ...string) prometheus.Metric {
 	m := &fastMetric{desc: d, typ: t, val: v, labels: js.base}
 	if len(values) > 0 {
 		labels := make([]*dto.LabelPair, 0, len(js.base)+len(values))

@@ -15,7 +15,7 @@ var descRe = regexp.MustCompile(`fqName: "([^"]*)", help: "((?:[^"\\]|\\.)*)", u
 func MetricsDoc(factories []Factory) string {
 	var b strings.Builder
 	b.WriteString("# jobscope metrics\n\n")
-	b.WriteString("Generated from the code by `make docs` (`go test ./collector/ -run TestMetricsDoc -update`); a test fails when it is stale.\n")
+	b.WriteString("Generated from the code by `make docs` (`go test ./collector/registry/ -run TestMetricsDoc -update`); a test fails when it is stale.\n")
 	b.WriteString("Every per-job series carries `jobid`, `user`, `account`; `slurm_job_info` carries the rest of the job's metadata.\n\n")
 	section(&b, "exporter (always on)", "", frameworkDescs())
 	for _, f := range factories {
@@ -59,9 +59,9 @@ func section(b *strings.Builder, title, help string, descs []*prometheus.Desc) {
 	b.WriteString("\n")
 }
 
-// extraLabelNames returns a per-job descriptor's label names after jobid,
+// ExtraLabelNames returns a per-job descriptor's label names after jobid,
 // user and account.
-func extraLabelNames(d *prometheus.Desc) []string {
+func ExtraLabelNames(d *prometheus.Desc) []string {
 	m := descRe.FindStringSubmatch(d.String())
 	if m == nil || m[3] == "" {
 		return nil

@@ -62,3 +62,7 @@ func (s *Shared) Close() {
 		delete(s.objs, k)
 	}
 }
+
+// SharedEBPFPerCore is the Shared key under which the ebpf collector says
+// (true) that it provides per-core CPU seconds.
+const SharedEBPFPerCore = "ebpf.percore"

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/registry"
 )
 
 // Set at build time with -ldflags "-X main.version=... -X main.revision=...".
@@ -31,7 +32,7 @@ func main() {
 func run(args []string) int {
 	fs := pflag.NewFlagSet("jobscope", pflag.ContinueOnError)
 	opts := registerFlags(fs)
-	set := collector.RegisterFlags(fs, collector.Factories())
+	set := collector.RegisterFlags(fs, registry.Factories())
 	fs.SortFlags = false
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/cluster"
 	"github.com/jobscope/jobscope/slurmcli"
 )
 
@@ -15,7 +15,7 @@ import (
 // `scontrol -o show job <id>` per job (discovery caches and bounds retries),
 // using the --slurm.* command paths.
 func scontrolFallback(fs *pflag.FlagSet, timeout time.Duration, logger *slog.Logger) (func(ctx context.Context, jobID string) (map[string]string, error), error) {
-	r, err := collector.SlurmRunnerFromFlags(fs, logger)
+	r, err := cluster.SlurmRunnerFromFlags(fs, logger)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package collector
+package cgroup
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/collectortest"
 	"github.com/jobscope/jobscope/collector/discovery"
 	"github.com/jobscope/jobscope/internal/testutil"
 )
@@ -23,15 +25,15 @@ import (
 func badNode(t *testing.T) string {
 	t.Helper()
 	dst := t.TempDir()
-	if out, err := exec.Command("cp", "-a", filepath.Join("..", "testdata", "node-v2")+"/.", dst).CombinedOutput(); err != nil {
+	if out, err := exec.Command("cp", "-a", filepath.Join("..", "..", "testdata", "node-v2")+"/.", dst).CombinedOutput(); err != nil {
 		t.Fatalf("copy fixture: %v %s", err, out)
 	}
 	return dst
 }
 
 type badRun struct {
-	exp      *Exporter
-	problems *Problems
+	exp      *collector.Exporter
+	problems *collector.Problems
 	logs     *bytes.Buffer
 }
 
@@ -41,12 +43,12 @@ func newBadRun(t *testing.T, root string, fault func(string) error) *badRun {
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	disc := discovery.New(discovery.Config{
 		Layout: discovery.Layout{V2: filepath.Join(root, "cgroup")}, ProcFS: filepath.Join(root, "proc"),
-		PropsDir: filepath.Join(root, "props"), LookupUser: lookupFixtureUser,
-		StartTime: func(string) int64 { return 1 }, ProcOwner: fixtureOwner,
+		PropsDir: filepath.Join(root, "props"), LookupUser: collectortest.LookupUser,
+		StartTime: func(string) int64 { return 1 }, ProcOwner: collectortest.FixtureOwner,
 	})
-	problems := NewProblems(log)
+	problems := collector.NewProblems(log)
 	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys"), Fault: fault})
-	return &badRun{NewExporter(map[string]Collector{"cgroup": c}, disc, problems, log, BuildInfo{}), problems, logs}
+	return &badRun{collector.NewExporter(map[string]collector.Collector{"cgroup": c}, disc, problems, log, collector.BuildInfo{}), problems, logs}
 }
 
 // scrape gathers through a pedantic registry (duplicate or inconsistent
@@ -184,7 +186,7 @@ func TestThousandsOfJobs(t *testing.T) {
 		}
 	}
 	disc := discovery.New(discovery.Config{Layout: discovery.Layout{V2: root}, ProcFS: t.TempDir()})
-	exp := NewExporter(map[string]Collector{"cgroup": NewCgroupCollector(CgroupOptions{})}, disc, NewProblems(nil), nil, BuildInfo{})
+	exp := collector.NewExporter(map[string]collector.Collector{"cgroup": NewCgroupCollector(CgroupOptions{})}, disc, collector.NewProblems(nil), nil, collector.BuildInfo{})
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(exp.Bind(context.Background()))
 	if got := promtest.CollectAndCount(reg, "slurm_job_memory_usage_bytes"); got != n {
@@ -202,8 +204,8 @@ func newBadRunV1(t *testing.T, root string) *badRun {
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	disc := discovery.New(discovery.Config{Layout: layout, ProcFS: filepath.Join(root, "proc"),
-		LookupUser: lookupFixtureUser, StartTime: func(string) int64 { return 1 }})
-	problems := NewProblems(log)
+		LookupUser: collectortest.LookupUser, StartTime: func(string) int64 { return 1 }})
+	problems := collector.NewProblems(log)
 	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys")})
-	return &badRun{NewExporter(map[string]Collector{"cgroup": c}, disc, problems, log, BuildInfo{}), problems, logs}
+	return &badRun{collector.NewExporter(map[string]collector.Collector{"cgroup": c}, disc, problems, log, collector.BuildInfo{}), problems, logs}
 }

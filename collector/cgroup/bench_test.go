@@ -1,4 +1,4 @@
-package collector
+package cgroup
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/discovery"
 	"github.com/jobscope/jobscope/internal/fixturegen"
 )
@@ -22,8 +23,8 @@ func BenchmarkScrape(b *testing.B) {
 		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
 			disc := discovery.New(discovery.Config{Layout: discovery.Layout{V2: root}, ProcFS: b.TempDir(),
 				LookupUser: func(int) (string, error) { return "u", nil }})
-			exp := NewExporter(map[string]Collector{"cgroup": NewCgroupCollector(CgroupOptions{SysFS: b.TempDir()})},
-				disc, NewProblems(nil), nil, BuildInfo{})
+			exp := collector.NewExporter(map[string]collector.Collector{"cgroup": NewCgroupCollector(CgroupOptions{SysFS: b.TempDir()})},
+				disc, collector.NewProblems(nil), nil, collector.BuildInfo{})
 			b.ResetTimer()
 			for b.Loop() {
 				reg := prometheus.NewRegistry()

@@ -1,4 +1,4 @@
-package collector
+package cgroup
 
 import (
 	"runtime"
@@ -8,22 +8,23 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
-	"github.com/jobscope/jobscope/collector/cgroupfs"
+	"github.com/jobscope/jobscope/cgroupfs"
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/discovery"
 )
 
-// CgroupFactory describes the cgroup collector: memory, CPU, pressure,
+// Factory describes the cgroup collector: memory, CPU, pressure,
 // block IO and pids of each job, from its job-level cgroup.
-func CgroupFactory() Factory {
-	return Factory{
+func Factory() collector.Factory {
+	return collector.Factory{
 		Name:      "cgroup",
 		Help:      "Per-job memory, CPU, throttling, pressure, block IO and pids from cgroupfs",
-		DefaultIn: []Mode{ModeNode},
+		DefaultIn: []collector.Mode{collector.ModeNode},
 		NeedsJobs: true,
-		Descs:     func() []*prometheus.Desc { return DescsOf(newCgroupDescs()) },
-		Flags: func(fs *pflag.FlagSet) func(env *Env) (Collector, error) {
+		Descs:     func() []*prometheus.Desc { return collector.DescsOf(newCgroupDescs()) },
+		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
 			workers := fs.Int("collector.cgroup.workers", 0, "Jobs read in parallel by the cgroup collector (0: number of CPUs, at most 4).")
-			return func(env *Env) (Collector, error) {
+			return func(env *collector.Env) (collector.Collector, error) {
 				return NewCgroupCollector(CgroupOptions{Workers: *workers, SysFS: env.SysFS, PerCoreFromEBPF: perCoreFromEBPF(env)}), nil
 			}
 		},
@@ -43,40 +44,36 @@ type CgroupOptions struct {
 }
 
 // perCoreFromEBPF reads the flag the ebpf collector sets once it is loaded.
-func perCoreFromEBPF(env *Env) func() bool {
+func perCoreFromEBPF(env *collector.Env) func() bool {
 	return func() bool {
 		if env == nil || env.Shared == nil {
 			return false
 		}
-		v, ok := env.Shared.Lookup(SharedEBPFPerCore)
+		v, ok := env.Shared.Lookup(collector.SharedEBPFPerCore)
 		b, _ := v.(bool)
 		return ok && b
 	}
 }
 
-// SharedEBPFPerCore is the Shared key under which the ebpf collector says
-// (true) that it provides per-core CPU seconds.
-const SharedEBPFPerCore = "ebpf.percore"
-
 type cgroupCollector struct {
 	opts    CgroupOptions
 	d       cgroupDescs
 	devices *deviceNames
-	pairs   *pairCache
+	pairs   *collector.PairCache
 	static  *staticFiles
 	events  *v1Events
 	readers sync.Pool
 }
 
 // NewCgroupCollector builds the collector.
-func NewCgroupCollector(opts CgroupOptions) Collector {
+func NewCgroupCollector(opts CgroupOptions) collector.Collector {
 	if opts.Workers <= 0 {
 		opts.Workers = min(runtime.NumCPU(), 4)
 	}
 	if opts.SysFS == "" {
 		opts.SysFS = "/sys"
 	}
-	c := &cgroupCollector{opts: opts, d: newCgroupDescs(), devices: newDeviceNames(opts.SysFS), pairs: newPairCache(),
+	c := &cgroupCollector{opts: opts, d: newCgroupDescs(), devices: newDeviceNames(opts.SysFS), pairs: collector.NewPairCache(),
 		static: newStaticFiles(time.Now), events: newV1Events()}
 	c.readers.New = func() any {
 		if opts.Fault != nil {
@@ -87,7 +84,7 @@ func NewCgroupCollector(opts CgroupOptions) Collector {
 	return c
 }
 
-func (c *cgroupCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error {
+func (c *cgroupCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
 	jobs := s.Jobs()
 	perCore := c.opts.PerCoreFromEBPF == nil || !c.opts.PerCoreFromEBPF()
 	work := make(chan *discovery.Job)
@@ -100,7 +97,7 @@ func (c *cgroupCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error 
 			defer c.readers.Put(r)
 			for j := range work {
 				jr := &jobReader{r: r, s: s, ch: ch, d: &c.d, job: j, devices: c.devices,
-					series: newJobSeries(j.Labels(), c.pairs), static: c.static, events: c.events}
+					series: collector.NewJobSeries(j.Labels(), c.pairs), static: c.static, events: c.events}
 				if j.Version == 2 {
 					jr.v2()
 				} else {

@@ -1,4 +1,4 @@
-package collector
+package cgroup
 
 import (
 	"errors"
@@ -7,19 +7,20 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/jobscope/jobscope/collector/cgroupfs"
+	"github.com/jobscope/jobscope/cgroupfs"
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/discovery"
 )
 
 // jobReader reads one job's cgroup files during one scrape.
 type jobReader struct {
 	r       *cgroupfs.Reader
-	s       *Scrape
+	s       *collector.Scrape
 	ch      chan<- prometheus.Metric
 	d       *cgroupDescs
 	job     *discovery.Job
 	devices *deviceNames
-	series  *jobSeries
+	series  *collector.JobSeries
 	static  *staticFiles
 	events  *v1Events
 	gone    bool // the job's cgroup vanished: stop quietly
@@ -93,7 +94,7 @@ func (jr *jobReader) malformed(dir, name string, err error) {
 }
 
 func (jr *jobReader) emit(desc *prometheus.Desc, t prometheus.ValueType, v float64, extra ...string) {
-	jr.ch <- jr.series.metric(desc, jr.d.extra[desc], t, v, extra...)
+	jr.ch <- jr.series.Metric(desc, jr.d.extra[desc], t, v, extra...)
 }
 
 // uintFile emits a file holding one number, divided by div (to base units).

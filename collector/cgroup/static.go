@@ -1,4 +1,4 @@
-package collector
+package cgroup
 
 import (
 	"sync"

@@ -1,11 +1,11 @@
-package collector
+package cgroup
 
 import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/jobscope/jobscope/collector/cgroupfs"
+	"github.com/jobscope/jobscope/cgroupfs"
 )
 
 // memStatV1 maps v1's hierarchical memory.stat keys to the v2 names used

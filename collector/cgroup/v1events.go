@@ -1,11 +1,11 @@
-package collector
+package cgroup
 
 import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/jobscope/jobscope/collector/cgroupfs"
+	"github.com/jobscope/jobscope/cgroupfs"
 	"github.com/jobscope/jobscope/collector/discovery"
 )
 

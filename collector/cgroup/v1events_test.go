@@ -1,4 +1,4 @@
-package collector
+package cgroup
 
 import (
 	"os"
@@ -12,7 +12,7 @@ import (
 // cgroup), summed per job, and do not go down when the step ends.
 func TestV1EventsSummedAndMonotonic(t *testing.T) {
 	root := t.TempDir()
-	if out, err := exec.Command("cp", "-a", filepath.Join("..", "testdata", "node-v1")+"/.", root).CombinedOutput(); err != nil {
+	if out, err := exec.Command("cp", "-a", filepath.Join("..", "..", "testdata", "node-v1")+"/.", root).CombinedOutput(); err != nil {
 		t.Fatalf("%v %s", err, out)
 	}
 	job := filepath.Join(root, "cgroup", "memory", "slurm_vm", "uid_1002", "job_3")

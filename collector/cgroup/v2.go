@@ -1,9 +1,9 @@
-package collector
+package cgroup
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/jobscope/jobscope/collector/cgroupfs"
+	"github.com/jobscope/jobscope/cgroupfs"
 )
 
 // memStatV2 are the memory.stat keys exported (key to itself, so a lookup

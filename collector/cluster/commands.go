@@ -1,14 +1,15 @@
-package collector
+package cluster
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/slurmcli"
 )
 
-// SlurmCommandsFactory describes the collector of jobscope's own Slurm
+// CommandsFactory describes the collector of jobscope's own Slurm
 // command counters (controller mode).
-func SlurmCommandsFactory() Factory {
+func CommandsFactory() collector.Factory {
 	return slurmFactory("slurm_commands",
 		"jobscope's Slurm command runs, errors by cause and durations",
 		"", func(c *slurmcli.Cache) slurmCollector { return newSlurmCommands(c) })
@@ -42,7 +43,7 @@ func newSlurmCommands(c *slurmcli.Cache) *slurmCommands {
 // Collect waits for this poll interval's refresh like the other cluster
 // collectors (single-flight: it adds no command run), so the counters
 // include the runs and errors behind this scrape's values.
-func (c *slurmCommands) Collect(s *Scrape, ch chan<- prometheus.Metric) error {
+func (c *slurmCommands) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
 	c.cache.Get(s.Context())
 	names, stats := c.cache.Runner().Stats().Snapshot()
 	for _, n := range names {

@@ -1,4 +1,4 @@
-package collector
+package cluster
 
 import (
 	"fmt"
@@ -6,11 +6,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/slurmcli"
 )
 
-// SlurmFairshareFactory describes the fairshare collector (controller mode).
-func SlurmFairshareFactory() Factory {
+// FairshareFactory describes the fairshare collector (controller mode).
+func FairshareFactory() collector.Factory {
 	return slurmFactory("slurm_fairshare",
 		"Fairshare factors, shares and usage per account and user, from sshare (cached)",
 		slurmcli.SourceShares, func(c *slurmcli.Cache) slurmCollector { return newSlurmFairshare(c) })
@@ -39,7 +40,7 @@ func newSlurmFairshare(c *slurmcli.Cache) *slurmFairshare {
 	}
 }
 
-func (c *slurmFairshare) Collect(s *Scrape, ch chan<- prometheus.Metric) error {
+func (c *slurmFairshare) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
 	v, ok, err := c.status.read(s, c.cache, slurmcli.SourceShares, ch)
 	if !ok {
 		return err

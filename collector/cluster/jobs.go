@@ -1,4 +1,4 @@
-package collector
+package cluster
 
 import (
 	"fmt"
@@ -6,11 +6,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/slurmcli"
 )
 
-// SlurmJobsFactory describes the cluster job collector (controller mode).
-func SlurmJobsFactory() Factory {
+// JobsFactory describes the cluster job collector (controller mode).
+func JobsFactory() collector.Factory {
 	return slurmFactory("slurm_jobs",
 		"Cluster jobs by state, partition, user and account, and pending reasons, from squeue (cached)",
 		slurmcli.SourceJobs, func(c *slurmcli.Cache) slurmCollector { return newSlurmJobs(c) })
@@ -55,7 +56,7 @@ type slurmJobSums struct{ jobs, cpus, mem, gpus float64 }
 
 type slurmLabelPair [2]string
 
-func (c *slurmJobs) Collect(s *Scrape, ch chan<- prometheus.Metric) error {
+func (c *slurmJobs) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
 	v, ok, err := c.status.read(s, c.cache, slurmcli.SourceJobs, ch)
 	if !ok {
 		return err

@@ -1,15 +1,16 @@
-package collector
+package cluster
 
 import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/slurmcli"
 )
 
-// SlurmNodesFactory describes the cluster node collector (controller mode).
-func SlurmNodesFactory() Factory {
+// NodesFactory describes the cluster node collector (controller mode).
+func NodesFactory() collector.Factory {
 	return slurmFactory("slurm_nodes",
 		"Cluster nodes by state, CPUs, memory and GPUs, overall and per partition, from sinfo --json or scontrol show node (cached)",
 		slurmcli.SourceNodes, func(c *slurmcli.Cache) slurmCollector { return newSlurmNodes(c) })
@@ -76,7 +77,7 @@ func (n *slurmNodeSums) add(x slurmcli.Node) {
 	n.byState[x.State]++
 }
 
-func (c *slurmNodes) Collect(s *Scrape, ch chan<- prometheus.Metric) error {
+func (c *slurmNodes) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
 	v, ok, err := c.status.read(s, c.cache, slurmcli.SourceNodes, ch)
 	if !ok {
 		return err

@@ -1,4 +1,4 @@
-package collector
+package cluster
 
 import (
 	"fmt"
@@ -7,25 +7,26 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/slurmcli"
 )
 
-// SlurmSacctFactory describes the opt-in collector of ended jobs (sacct
+// SacctFactory describes the opt-in collector of ended jobs (sacct
 // queries reach slurmdbd, so it is off unless asked for).
-func SlurmSacctFactory() Factory {
-	return Factory{
+func SacctFactory() collector.Factory {
+	return collector.Factory{
 		Name: "slurm_sacct",
 		Help: "Jobs ended since --slurm.sacct.since by final state, partition and account, from incremental sacct queries (cached)",
 		// Off by default in every mode: each poll queries slurmdbd.
 		DefaultIn: nil,
 		Descs:     func() []*prometheus.Desc { return newSlurmSacct(nil).descs() },
-		Flags: func(fs *pflag.FlagSet) func(env *Env) (Collector, error) {
+		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
 			slurmFlags(fs)
 			since := fs.String("slurm.sacct.since", "24h",
 				"slurm_sacct collector: count jobs that ended since this time: a duration before start-up (24h) or a time (2026-01-01, 2026-01-01T00:00:00).")
 			overlap := fs.Duration("slurm.sacct.overlap", 10*time.Minute,
 				"slurm_sacct collector: each incremental query reaches back this far, so job records slurmdbd stores late are still counted (once).")
-			return func(env *Env) (Collector, error) {
+			return func(env *collector.Env) (collector.Collector, error) {
 				c, err := slurmCache(fs, env)
 				if err != nil {
 					return nil, err
@@ -64,7 +65,7 @@ func (c *slurmSacct) descs() []*prometheus.Desc {
 	return []*prometheus.Desc{c.status.up, c.status.age, c.ended}
 }
 
-func (c *slurmSacct) Collect(s *Scrape, ch chan<- prometheus.Metric) error {
+func (c *slurmSacct) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
 	v, ok, err := c.status.read(s, c.cache, slurmcli.SourceSacct, ch)
 	if !ok {
 		return err

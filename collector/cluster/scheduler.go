@@ -1,15 +1,16 @@
-package collector
+package cluster
 
 import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/slurmcli"
 )
 
-// SlurmSchedulerFactory describes the sdiag collector (controller mode).
-func SlurmSchedulerFactory() Factory {
+// SchedulerFactory describes the sdiag collector (controller mode).
+func SchedulerFactory() collector.Factory {
 	return slurmFactory("slurm_scheduler",
 		"slurmctld scheduler statistics: main and backfill cycles, queues, threads, RPCs by type and user, from sdiag (cached)",
 		slurmcli.SourceDiag, func(c *slurmcli.Cache) slurmCollector { return newSlurmScheduler(c) })
@@ -87,7 +88,7 @@ func newSlurmScheduler(c *slurmcli.Cache) *slurmScheduler {
 	}
 }
 
-func (c *slurmScheduler) Collect(s *Scrape, ch chan<- prometheus.Metric) error {
+func (c *slurmScheduler) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
 	v, ok, err := c.status.read(s, c.cache, slurmcli.SourceDiag, ch)
 	if !ok {
 		return err

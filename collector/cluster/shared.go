@@ -1,4 +1,4 @@
-package collector
+package cluster
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/slurmcli"
 )
 
@@ -68,7 +69,7 @@ func SlurmRunnerFromFlags(fs *pflag.FlagSet, log *slog.Logger) (*slurmcli.Runner
 
 // slurmCache returns the shared cache, building it from the flags the
 // first time.
-func slurmCache(fs *pflag.FlagSet, env *Env) (*slurmcli.Cache, error) {
+func slurmCache(fs *pflag.FlagSet, env *collector.Env) (*slurmcli.Cache, error) {
 	o, err := env.Shared.Get(SlurmCacheKey, func() (any, error) {
 		interval, _ := fs.GetDuration("slurm.poll-interval")
 		maxAge, _ := fs.GetDuration("slurm.max-age")
@@ -107,15 +108,15 @@ func slurmCache(fs *pflag.FlagSet, env *Env) (*slurmcli.Cache, error) {
 
 // slurmFactory builds the factory of a cluster collector that reads one
 // source of the shared snapshot.
-func slurmFactory(name, help string, src slurmcli.Source, build func(c *slurmcli.Cache) slurmCollector) Factory {
-	return Factory{
+func slurmFactory(name, help string, src slurmcli.Source, build func(c *slurmcli.Cache) slurmCollector) collector.Factory {
+	return collector.Factory{
 		Name:      name,
 		Help:      help,
-		DefaultIn: []Mode{ModeController},
+		DefaultIn: []collector.Mode{collector.ModeController},
 		Descs:     func() []*prometheus.Desc { return build(nil).descs() },
-		Flags: func(fs *pflag.FlagSet) func(env *Env) (Collector, error) {
+		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
 			slurmFlags(fs)
-			return func(env *Env) (Collector, error) {
+			return func(env *collector.Env) (collector.Collector, error) {
 				c, err := slurmCache(fs, env)
 				if err != nil {
 					return nil, err
@@ -132,7 +133,7 @@ func slurmFactory(name, help string, src slurmcli.Source, build func(c *slurmcli
 // slurmCollector is a cluster collector that can list its descriptors
 // without a cache (for docs/metrics.md).
 type slurmCollector interface {
-	Collector
+	collector.Collector
 	descs() []*prometheus.Desc
 }
 
@@ -156,7 +157,7 @@ func newSlurmSourceStatus() slurmSourceStatus {
 // read takes the source's value from a fresh snapshot and emits its status.
 // ok is false when there is nothing to serve; err is set when the value is
 // not fresh (latest run failed) or missing, and marks the scrape failed.
-func (st slurmSourceStatus) read(s *Scrape, c *slurmcli.Cache, src slurmcli.Source, ch chan<- prometheus.Metric) (any, bool, error) {
+func (st slurmSourceStatus) read(s *collector.Scrape, c *slurmcli.Cache, src slurmcli.Source, ch chan<- prometheus.Metric) (any, bool, error) {
 	snap := c.Get(s.Context())
 	v, age, ok, err := snap.Value(src)
 	up := 0.0

@@ -1,4 +1,4 @@
-package collector
+package cluster
 
 import (
 	"bufio"
@@ -17,6 +17,7 @@ import (
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/spf13/pflag"
 
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/internal/testutil"
 	"github.com/jobscope/jobscope/slurmcli"
 	"github.com/jobscope/jobscope/slurmcli/slurmclitest"
@@ -26,7 +27,7 @@ import (
 // scripts that log their runs and print the real 22.05 captures in
 // testdata/slurm/22.05, fail like a down slurmctld, or hang.
 
-var slurmFixtures = filepath.Join("..", "testdata", "slurm", "22.05")
+var slurmFixtures = filepath.Join("..", "..", "testdata", "slurm", "22.05")
 
 // newSlurmFake is the fake Slurm commands printing the "when" capture,
 // sacct included.
@@ -40,33 +41,33 @@ func newSlurmFake(t testing.TB, when string) *slurmclitest.Bin {
 
 // slurmFactories are the cluster collectors alone, so these tests do not
 // depend on the node collectors.
-func slurmFactories() []Factory {
-	return []Factory{SlurmJobsFactory(), SlurmNodesFactory(), SlurmFairshareFactory(), SlurmSchedulerFactory(),
-		SlurmCommandsFactory(), SlurmSacctFactory()}
+func slurmFactories() []collector.Factory {
+	return []collector.Factory{JobsFactory(), NodesFactory(), FairshareFactory(), SchedulerFactory(),
+		CommandsFactory(), SacctFactory()}
 }
 
 // slurmExporter builds the controller-mode exporter from command-line
 // flags, over shared (which may already hold a cache with a fake clock).
-func slurmExporter(t testing.TB, shared *Shared, args ...string) *Exporter {
+func slurmExporter(t testing.TB, shared *collector.Shared, args ...string) *collector.Exporter {
 	t.Helper()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	set := RegisterFlags(fs, slurmFactories())
+	set := collector.RegisterFlags(fs, slurmFactories())
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	names := set.Enabled(ModeController)
-	env := &Env{Shared: shared}
+	names := set.Enabled(collector.ModeController)
+	env := &collector.Env{Shared: shared}
 	cs := set.Build(env, names, func(n string, err error) { t.Fatalf("build %s: %v", n, err) })
 	t.Cleanup(func() {
 		if o, err := shared.Get(SlurmCacheKey, func() (any, error) { return nil, os.ErrNotExist }); err == nil {
 			o.(*slurmcli.Cache).Close()
 		}
 	})
-	return NewExporter(cs, nil, NewProblems(nil), nil, BuildInfo{Version: "test", Revision: "test", GoVersion: "go"})
+	return collector.NewExporter(cs, nil, collector.NewProblems(nil), nil, collector.BuildInfo{Version: "test", Revision: "test", GoVersion: "go"})
 }
 
-func slurmSharedWithClock(t testing.TB, f *slurmclitest.Bin, format slurmcli.Format, clk *slurmclitest.Clock) *Shared {
-	shared := NewShared()
+func slurmSharedWithClock(t testing.TB, f *slurmclitest.Bin, format slurmcli.Format, clk *slurmclitest.Clock) *collector.Shared {
+	shared := collector.NewShared()
 	_, err := shared.Get(SlurmCacheKey, func() (any, error) {
 		return slurmcli.NewCache(slurmcli.CacheConfig{
 			Runner:   &slurmcli.Runner{BinDir: f.Dir, Timeout: 30 * time.Second},
@@ -79,7 +80,7 @@ func slurmSharedWithClock(t testing.TB, f *slurmclitest.Bin, format slurmcli.For
 	return shared
 }
 
-func slurmGather(ctx context.Context, exp *Exporter) prometheus.Gatherer {
+func slurmGather(ctx context.Context, exp *collector.Exporter) prometheus.Gatherer {
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(exp.Bind(ctx))
 	return reg
@@ -168,7 +169,7 @@ func TestSlurmGolden(t *testing.T) {
 				"--collector.slurm_sacct", "--slurm.sacct.since=2026-11-21T12:00:00")
 			g := slurmGather(context.Background(), exp)
 			expo := testutil.Exposition(t, g)
-			testutil.Golden(t, filepath.Join("..", "testdata", "slurm", c.name+".golden"), expo)
+			testutil.Golden(t, filepath.Join("..", "..", "testdata", "slurm", c.name+".golden"), expo)
 			got := slurmSeries(t, expo)
 			slurmExpect(t, "", got, slurmHandChecked)
 			for _, name := range []string{"slurm_jobs", "slurm_nodes", "slurm_fairshare", "slurm_scheduler", "slurm_sacct"} {
@@ -190,7 +191,7 @@ func TestSlurmGolden(t *testing.T) {
 // Completed jobs that squeue --json still lists are not counted.
 func TestSlurmJobsOnlyQueued(t *testing.T) {
 	f := newSlurmFake(t, "after")
-	exp := slurmExporter(t, NewShared(), "--slurm.bin-dir="+f.Dir)
+	exp := slurmExporter(t, collector.NewShared(), "--slurm.bin-dir="+f.Dir)
 	got := slurmSeries(t, testutil.Exposition(t, slurmGather(context.Background(), exp)))
 	var total float64
 	for k, v := range got {
@@ -209,7 +210,7 @@ func TestSlurmJobsOnlyQueued(t *testing.T) {
 // Twenty concurrent scrapes run each command once per poll interval.
 func TestSlurmConcurrentScrapes(t *testing.T) {
 	f := newSlurmFake(t, "running")
-	exp := slurmExporter(t, NewShared(), "--slurm.bin-dir="+f.Dir, "--slurm.poll-interval=1h")
+	exp := slurmExporter(t, collector.NewShared(), "--slurm.bin-dir="+f.Dir, "--slurm.poll-interval=1h")
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Add(1)
@@ -245,7 +246,7 @@ func TestSlurmConcurrentScrapes(t *testing.T) {
 func TestSlurmHangingCommandKilled(t *testing.T) {
 	f := newSlurmFake(t, "running")
 	f.Hang("squeue")
-	exp := slurmExporter(t, NewShared(), "--slurm.bin-dir="+f.Dir, "--slurm.command-timeout=500ms")
+	exp := slurmExporter(t, collector.NewShared(), "--slurm.bin-dir="+f.Dir, "--slurm.command-timeout=500ms")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	got := slurmSeries(t, testutil.Exposition(t, slurmGather(ctx, exp)))
@@ -273,7 +274,7 @@ func TestSlurmHangingCommandKilled(t *testing.T) {
 func TestSlurmScrapeDoesNotWaitPastDeadline(t *testing.T) {
 	f := newSlurmFake(t, "running")
 	f.Hang("sdiag")
-	exp := slurmExporter(t, NewShared(), "--slurm.bin-dir="+f.Dir, "--slurm.command-timeout=1h")
+	exp := slurmExporter(t, collector.NewShared(), "--slurm.bin-dir="+f.Dir, "--slurm.command-timeout=1h")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	got := slurmSeries(t, testutil.Exposition(t, slurmGather(ctx, exp)))
@@ -332,12 +333,12 @@ func TestSlurmFlagsRejected(t *testing.T) {
 		{"--slurm.command-path=rm=/bin/rm"},
 	} {
 		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-		set := RegisterFlags(fs, slurmFactories())
+		set := collector.RegisterFlags(fs, slurmFactories())
 		if err := fs.Parse(args); err != nil {
 			t.Fatal(err)
 		}
 		failed := 0
-		set.Build(&Env{Shared: NewShared()}, set.Enabled(ModeController), func(string, error) { failed++ })
+		set.Build(&collector.Env{Shared: collector.NewShared()}, set.Enabled(collector.ModeController), func(string, error) { failed++ })
 		if failed == 0 {
 			t.Errorf("%v accepted", args)
 		}
@@ -346,12 +347,12 @@ func TestSlurmFlagsRejected(t *testing.T) {
 
 func TestSlurmOffInNodeMode(t *testing.T) {
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	set := RegisterFlags(fs, slurmFactories())
-	if names := set.Enabled(ModeNode); len(names) != 0 {
+	set := collector.RegisterFlags(fs, slurmFactories())
+	if names := set.Enabled(collector.ModeNode); len(names) != 0 {
 		t.Errorf("cluster collectors on in node mode: %v", names)
 	}
 	// slurm_sacct is opt-in: its queries reach slurmdbd.
-	if names := set.Enabled(ModeController); len(names) != 5 {
+	if names := set.Enabled(collector.ModeController); len(names) != 5 {
 		t.Errorf("controller mode: %v", names)
 	}
 }

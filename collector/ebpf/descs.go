@@ -1,6 +1,10 @@
-package collector
+package ebpf
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jobscope/jobscope/collector"
+)
 
 type ebpfDescs struct {
 	cpuCore, syscallBytes, syscalls, storageBytes, netBytes, netPackets *prometheus.Desc
@@ -16,16 +20,16 @@ func newEBPFDescs() ebpfDescs {
 	return ebpfDescs{
 		// The cgroup collector's descriptor: one name, one HELP, whichever
 		// collector provides the series on this node.
-		cpuCore: newCgroupDescs().cpuCore,
-		syscallBytes: jobDesc("slurm_job_io_syscall_bytes_total",
+		cpuCore: collector.CPUCoreDesc(),
+		syscallBytes: collector.JobDesc("slurm_job_io_syscall_bytes_total",
 			"Bytes the job's tasks passed through read- and write-type syscalls (task io accounting rchar/wchar: files, pipes, sockets, terminals; exited processes included), from the ebpf collector. Not storage traffic.", "direction"),
-		syscalls: jobDesc("slurm_job_io_syscalls_total",
+		syscalls: collector.JobDesc("slurm_job_io_syscalls_total",
 			"Read- and write-type syscalls of the job's tasks (task io accounting syscr/syscw; exited processes included), from the ebpf collector.", "direction"),
-		storageBytes: jobDesc("slurm_job_io_storage_bytes_total",
+		storageBytes: collector.JobDesc("slurm_job_io_storage_bytes_total",
 			"Bytes the job's tasks caused to be read from storage and dirtied for writing to it (task io accounting read_bytes/write_bytes: page-cache level, local and network filesystems alike, counted when pages are dirtied, so rewritten or truncated pages count too). Not block-device IO; see slurm_job_block_io_bytes_total for that.", "direction"),
-		netBytes: jobDesc("slurm_job_network_bytes_total",
+		netBytes: collector.JobDesc("slurm_job_network_bytes_total",
 			"IP bytes of the sockets the job's tasks created, headers included (cgroup_skb ingress/egress on the cgroup v2 root, by a tag set at socket creation), from the ebpf collector. RDMA and other kernel-bypass traffic is not seen.", "direction"),
-		netPackets: jobDesc("slurm_job_network_packets_total",
+		netPackets: collector.JobDesc("slurm_job_network_packets_total",
 			"IP packets of the sockets the job's tasks created (cgroup_skb ingress/egress), from the ebpf collector.", "direction"),
 
 		attached:   self("jobscope_bpf_programs_attached", "eBPF programs jobscope has attached."),

@@ -1,4 +1,4 @@
-package collector
+package ebpf
 
 import (
 	"fmt"
@@ -11,7 +11,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/bpf"
-	"github.com/jobscope/jobscope/collector/cgroupfs"
+	"github.com/jobscope/jobscope/cgroupfs"
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/discovery"
 )
 
@@ -24,22 +25,22 @@ type EBPFOptions struct {
 	V1Controller string
 }
 
-// EBPFFactory describes the ebpf collector.
-func EBPFFactory() Factory {
-	return Factory{
+// Factory describes the ebpf collector.
+func Factory() collector.Factory {
+	return collector.Factory{
 		Name:      "ebpf",
 		Help:      "Per-job CPU time per core, IO and network counters from CO-RE eBPF programs (needs root and kernel BTF)",
-		DefaultIn: []Mode{ModeNode},
+		DefaultIn: []collector.Mode{collector.ModeNode},
 		NeedsJobs: true,
-		Descs:     func() []*prometheus.Desc { return DescsOf(newEBPFDescs()) },
-		Flags: func(fs *pflag.FlagSet) func(env *Env) (Collector, error) {
+		Descs:     func() []*prometheus.Desc { return collector.DescsOf(newEBPFDescs()) },
+		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
 			o := &EBPFOptions{}
 			fs.StringVar(&o.PinPath, "bpf.pin-path", "/sys/fs/bpf/jobscope", "bpffs directory the ebpf collector pins its maps in, so a restart carries the counters on (\"\" pins nothing). bpffs is mounted at /sys/fs/bpf if nothing is mounted there.")
 			fs.Uint32Var(&o.MaxJobs, "bpf.max-jobs", 1024, "Job cgroups the ebpf counter map holds; more are counted in jobscope_bpf_map_overflows_total.")
 			fs.BoolVar(&o.Stats, "bpf.stats", false, "Turn on the kernel's BPF run-time statistics (kernel.bpf_stats_enabled, ~20 ns per program run) for jobscope_bpf_program_* metrics.")
 			fs.BoolVar(&o.Network, "bpf.network", true, "Count job network traffic (cgroup_skb programs on the cgroup v2 root).")
 			fs.StringVar(&o.V1Controller, "bpf.v1-controller", "cpuacct", "cgroup v1 hierarchy that keys jobs on v1 and hybrid hosts (cpuacct or memory; the other is used when it is not mounted).")
-			return func(env *Env) (Collector, error) { return NewEBPFCollector(env, *o) }
+			return func(env *collector.Env) (collector.Collector, error) { return NewEBPFCollector(env, *o) }
 		},
 	}
 }
@@ -57,7 +58,7 @@ type ebpfCollector struct {
 // NewEBPFCollector loads and attaches the programs. Any failure (no root, no
 // BTF, a verifier rejection) is returned, so the framework logs it once and
 // reports the collector unavailable.
-func NewEBPFCollector(env *Env, o EBPFOptions) (Collector, error) {
+func NewEBPFCollector(env *collector.Env, o EBPFOptions) (collector.Collector, error) {
 	var layout discovery.Layout
 	if env.Discoverer != nil {
 		layout = env.Discoverer.Layout()
@@ -105,15 +106,15 @@ func NewEBPFCollector(env *Env, o EBPFOptions) (Collector, error) {
 	if env.Shared != nil {
 		// The cgroup collector drops its per-core series and the process
 		// collector its /proc/<pid>/io fallback while these are set.
-		env.Shared.Set(SharedEBPFPerCore, true)
-		env.Shared.Set(EBPFLoadedKey, true)
+		env.Shared.Set(collector.SharedEBPFPerCore, true)
+		env.Shared.Set(collector.EBPFLoadedKey, true)
 	}
 	c := newEBPFCollector(objs, dirKeys(v1, hier))
 	c.closer = objs.Close
 	return c, nil
 }
 
-func procFS(env *Env) string {
+func procFS(env *collector.Env) string {
 	if env.ProcFS != "" {
 		return env.ProcFS
 	}
@@ -148,7 +149,7 @@ func (c *ebpfCollector) Close() error {
 	return c.closer()
 }
 
-func (c *ebpfCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error {
+func (c *ebpfCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
 	snap, err := c.reader.Read()
 	if err != nil {
 		return err

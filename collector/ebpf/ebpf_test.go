@@ -1,4 +1,4 @@
-package collector
+package ebpf
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/jobscope/jobscope/bpf"
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/discovery"
 	"github.com/jobscope/jobscope/internal/testutil"
 )
@@ -47,13 +48,13 @@ func cannedEBPF() (*ebpfCollector, []*discovery.Job) {
 }
 
 type scrapeOne struct {
-	c    Collector
+	c    collector.Collector
 	jobs []*discovery.Job
 }
 
 func (s scrapeOne) Describe(chan<- *prometheus.Desc) {}
 func (s scrapeOne) Collect(ch chan<- prometheus.Metric) {
-	if err := s.c.Collect(NewScrape(context.Background(), "ebpf", func() []*discovery.Job { return s.jobs }, NewProblems(nil)), ch); err != nil {
+	if err := s.c.Collect(collector.NewScrape(context.Background(), "ebpf", func() []*discovery.Job { return s.jobs }, collector.NewProblems(nil)), ch); err != nil {
 		panic(err)
 	}
 }
@@ -62,7 +63,7 @@ func TestEBPFGolden(t *testing.T) {
 	c, jobs := cannedEBPF()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(scrapeOne{c, jobs})
-	testutil.Golden(t, filepath.Join("..", "testdata", "ebpf", "metrics.golden"), testutil.Exposition(t, reg))
+	testutil.Golden(t, filepath.Join("..", "..", "testdata", "ebpf", "metrics.golden"), testutil.Exposition(t, reg))
 	problems, err := promtest.GatherAndLint(reg)
 	if err != nil {
 		t.Fatal(err)
@@ -77,14 +78,14 @@ func TestEBPFGolden(t *testing.T) {
 // "ebpf provides per-core/IO" flags for the other collectors. A pin path
 // off bpffs fails with or without root, before any program is loaded.
 func TestEBPFUnavailable(t *testing.T) {
-	env := &Env{Shared: NewShared()}
+	env := &collector.Env{Shared: collector.NewShared()}
 	c, err := NewEBPFCollector(env, EBPFOptions{PinPath: filepath.Join(t.TempDir(), "pins"), MaxJobs: 8})
 	if err == nil {
 		c.(*ebpfCollector).Close()
 		t.Fatal("loaded with a pin path outside bpffs")
 	}
 	t.Logf("unavailable as expected: %v", err)
-	for _, k := range []string{SharedEBPFPerCore, EBPFLoadedKey} {
+	for _, k := range []string{collector.SharedEBPFPerCore, collector.EBPFLoadedKey} {
 		if _, ok := env.Shared.Lookup(k); ok {
 			t.Errorf("%s set although the collector did not load", k)
 		}

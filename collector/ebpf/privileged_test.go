@@ -1,4 +1,4 @@
-package collector
+package ebpf
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/discovery"
 )
 
@@ -56,7 +57,7 @@ func TestEBPFCollectorPrivileged(t *testing.T) {
 	mk(filepath.Join(v1Job, "step_0", "task_0"))
 	mk(filepath.Join(v2Job, "step_0", "user", "task_0"))
 
-	env := &Env{Shared: NewShared(), ProcFS: "/proc",
+	env := &collector.Env{Shared: collector.NewShared(), ProcFS: "/proc",
 		Discoverer: discovery.New(discovery.Config{Layout: layout, ProcFS: "/proc"})}
 	c, err := NewEBPFCollector(env, EBPFOptions{MaxJobs: 64, Network: true, V1Controller: "cpuacct"})
 	if err != nil {

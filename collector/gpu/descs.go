@@ -1,4 +1,4 @@
-package collector
+package gpu
 
 import (
 	"github.com/prometheus/client_golang/prometheus"

@@ -1,4 +1,4 @@
-package collector
+package gpu
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/discovery"
 	"github.com/jobscope/jobscope/gpu"
 	"github.com/jobscope/jobscope/power"
@@ -20,16 +21,16 @@ import (
 // collectors that want GPU readings too (power attribution).
 const SharedGPUBackend = "gpu.backend"
 
-// GPUFactory describes the gpu collector: NVIDIA GPUs per job, and GPUs
+// Factory describes the gpu collector: NVIDIA GPUs per job, and GPUs
 // that belong to no job.
-func GPUFactory() Factory {
-	return Factory{
+func Factory() collector.Factory {
+	return collector.Factory{
 		Name:      "gpu",
 		Help:      "NVIDIA GPUs and MIG instances per job (NVML or DCGM), and GPUs no job holds",
-		DefaultIn: []Mode{ModeNode},
+		DefaultIn: []collector.Mode{collector.ModeNode},
 		NeedsJobs: true,
 		Descs:     func() []*prometheus.Desc { return newGPUDescs().all() },
-		Flags: func(fs *pflag.FlagSet) func(env *Env) (Collector, error) {
+		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
 			o := GPUOptions{}
 			fs.StringVar(&o.Backend, "gpu.backend", "auto", "GPU backend: auto (DCGM when built in and reachable, else NVML), nvml, dcgm, fake (a JSON fixture, for demos) or none.")
 			fs.StringVar(&o.MappingDir, "gpu.job-mapping-dir", "", "Directory the Slurm prolog writes GPU-to-job files into (dcgm-exporter's HPC format: file named by GPU index, holding the job id); empty to skip.")
@@ -37,7 +38,7 @@ func GPUFactory() Factory {
 			fs.StringVar(&o.DCGM.Address, "gpu.dcgm-address", gpu.DefaultDCGMAddress, "nv-hostengine to connect to (DCGM Standalone mode): host:port, or a unix socket path.")
 			fs.BoolVar(&o.DCGM.Profiling, "gpu.dcgm-profiling", true, "Watch DCGM profiling fields (SM/tensor/DRAM/FP activity, PCIe/NVLink bytes). DCGM profiling blocks users' Nsight Compute/Systems sessions; =false reads those metrics from NVML GPM instead (Hopper and later).")
 			fs.DurationVar(&o.DCGM.Interval, "gpu.dcgm-watch-interval", time.Second, "How often nv-hostengine samples the fields jobscope watches.")
-			return func(env *Env) (Collector, error) { return NewGPUCollector(env, o) }
+			return func(env *collector.Env) (collector.Collector, error) { return NewGPUCollector(env, o) }
 		},
 	}
 }
@@ -77,7 +78,7 @@ type xidCount struct {
 // NewGPUCollector opens (or shares) the GPU backend. A node without a
 // GPU library or driver still gets a collector: each scrape then reports
 // success 0 with one log line in all.
-func NewGPUCollector(env *Env, o GPUOptions) (Collector, error) {
+func NewGPUCollector(env *collector.Env, o GPUOptions) (collector.Collector, error) {
 	open := o.Open
 	if open == nil {
 		open = gpu.Open
@@ -119,9 +120,9 @@ func NewGPUCollector(env *Env, o GPUOptions) (Collector, error) {
 	return c, nil
 }
 
-func (c *gpuCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error {
+func (c *gpuCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
 	if c.backend == nil {
-		return fmt.Errorf("%w: %v", ErrNoData, c.openErr)
+		return fmt.Errorf("%w: %v", collector.ErrNoData, c.openErr)
 	}
 	snap, err := c.backend.Snapshot(s.Context())
 	if err != nil {

@@ -1,4 +1,4 @@
-package collector
+package gpu
 
 import (
 	"context"
@@ -12,40 +12,35 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/collectortest"
 	"github.com/jobscope/jobscope/collector/discovery"
 	"github.com/jobscope/jobscope/gpu"
 	"github.com/jobscope/jobscope/internal/testutil"
 	"github.com/jobscope/jobscope/power"
 )
 
-var gpuFixtureUsers = map[int]string{1001: "alice", 1002: "bob", 1003: "carol"}
-
 // gpuFixture builds an exporter with only the gpu collector over
 // testdata/gpu/<node> and the given backend.
-func gpuFixture(t testing.TB, node string, open func(gpu.Config) (gpu.Backend, error)) (*Exporter, *Problems) {
+func gpuFixture(t testing.TB, node string, open func(gpu.Config) (gpu.Backend, error)) (*collector.Exporter, *collector.Problems) {
 	t.Helper()
-	root := filepath.Join("..", "testdata", "gpu", node)
+	root := filepath.Join("..", "..", "testdata", "gpu", node)
 	layout, err := discovery.DetectLayout(filepath.Join(root, "cgroup"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	disc := discovery.New(discovery.Config{
 		Layout: layout, ProcFS: filepath.Join(root, "proc"), PropsDir: filepath.Join(root, "props"),
-		LookupUser: func(uid int) (string, error) {
-			if n, ok := gpuFixtureUsers[uid]; ok {
-				return n, nil
-			}
-			return "", errors.New("unknown uid")
-		},
-		StartTime: func(string) int64 { return 1795000000 }, ProcOwner: fixtureOwner,
+		LookupUser: collectortest.LookupUser,
+		StartTime:  func(string) int64 { return 1795000000 }, ProcOwner: collectortest.FixtureOwner,
 	})
-	env := &Env{ProcFS: filepath.Join(root, "proc"), Shared: NewShared()}
+	env := &collector.Env{ProcFS: filepath.Join(root, "proc"), Shared: collector.NewShared()}
 	c, err := NewGPUCollector(env, GPUOptions{Backend: "auto", MappingDir: filepath.Join(root, "mapping"), Open: open})
 	if err != nil {
 		t.Fatal(err)
 	}
-	problems := NewProblems(nil)
-	exp := NewExporter(map[string]Collector{"gpu": c}, disc, problems, nil, BuildInfo{Version: "test", Revision: "test", GoVersion: "go"})
+	problems := collector.NewProblems(nil)
+	exp := collector.NewExporter(map[string]collector.Collector{"gpu": c}, disc, problems, nil, collector.BuildInfo{Version: "test", Revision: "test", GoVersion: "go"})
 	return exp, problems
 }
 
@@ -53,7 +48,7 @@ func gpuFixture(t testing.TB, node string, open func(gpu.Config) (gpu.Backend, e
 // "auto" picks first.
 func fakeDCGM(t testing.TB) (*gpu.Fake, func(gpu.Config) (gpu.Backend, error)) {
 	t.Helper()
-	f, err := gpu.OpenFake(filepath.Join("..", "testdata", "gpu", "dcgm-fake.json"))
+	f, err := gpu.OpenFake(filepath.Join("..", "..", "testdata", "gpu", "dcgm-fake.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +76,8 @@ func lint(t *testing.T, g prometheus.Gatherer) {
 func TestGPUGoldenDCGM(t *testing.T) {
 	_, open := fakeDCGM(t)
 	exp, problems := gpuFixture(t, "node-v2", open)
-	g := gatherer(exp)
-	testutil.Golden(t, filepath.Join("..", "testdata", "gpu", "dcgm-v2.golden"), testutil.Exposition(t, g))
+	g := collectortest.Gatherer(exp)
+	testutil.Golden(t, filepath.Join("..", "..", "testdata", "gpu", "dcgm-v2.golden"), testutil.Exposition(t, g))
 	lint(t, g)
 	for cause, want := range map[string]float64{"mapping_conflict": 2, "dcgm_GetPowerUsage": 2} {
 		if got := problems.Count("gpu", cause); got != want {
@@ -94,7 +89,7 @@ func TestGPUGoldenDCGM(t *testing.T) {
 func TestGPUDevicesCgroupV1(t *testing.T) {
 	_, open := fakeDCGM(t)
 	exp, _ := gpuFixture(t, "node-v1", open)
-	g := gatherer(exp)
+	g := collectortest.Gatherer(exp)
 	out := string(testutil.Exposition(t, g))
 	for _, gpuIdx := range []string{"5", "6"} {
 		want := fmt.Sprintf(`slurm_job_gpu_info{account="physics",gpu="%s",jobid="400",method="devices_cgroup",mig_uuid="",model="NVIDIA A100-SXM4-40GB",user="alice",uuid="GPU-00000000-0000-4000-8000-00000000000%s"} 1`, gpuIdx, gpuIdx)
@@ -109,21 +104,21 @@ func TestGPUDevicesCgroupV1(t *testing.T) {
 
 // The demo fixture works with the demo node (`make demo`).
 func TestGPUDemoFixture(t *testing.T) {
-	root := filepath.Join("..", "testdata", "demo")
+	root := filepath.Join("..", "..", "testdata", "demo")
 	layout, err := discovery.DetectLayout(filepath.Join(root, "cgroup"), "")
 	if err != nil {
 		t.Skipf("demo node not present: %v", err)
 	}
 	disc := discovery.New(discovery.Config{Layout: layout, ProcFS: filepath.Join(root, "proc"), PropsDir: filepath.Join(root, "props"),
-		LookupUser: func(int) (string, error) { return "", errors.New("none") }, ProcOwner: fixtureOwner})
-	c, err := NewGPUCollector(&Env{ProcFS: filepath.Join(root, "proc")}, GPUOptions{
-		Backend: "fake", FakeFile: filepath.Join("..", "testdata", "gpu", "demo.json"),
-		MappingDir: filepath.Join("..", "testdata", "gpu", "demo-mapping")})
+		LookupUser: func(int) (string, error) { return "", errors.New("none") }, ProcOwner: collectortest.FixtureOwner})
+	c, err := NewGPUCollector(&collector.Env{ProcFS: filepath.Join(root, "proc")}, GPUOptions{
+		Backend: "fake", FakeFile: filepath.Join("..", "..", "testdata", "gpu", "demo.json"),
+		MappingDir: filepath.Join("..", "..", "testdata", "gpu", "demo-mapping")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	exp := NewExporter(map[string]Collector{"gpu": c}, disc, NewProblems(nil), nil, BuildInfo{})
-	g := gatherer(exp)
+	exp := collector.NewExporter(map[string]collector.Collector{"gpu": c}, disc, collector.NewProblems(nil), nil, collector.BuildInfo{})
+	g := collectortest.Gatherer(exp)
 	out := string(testutil.Exposition(t, g))
 	for _, want := range []string{
 		`slurm_job_gpu_utilization_ratio{account="physics",gpu="0",jobid="100"`, // busy, found by its process
@@ -144,14 +139,14 @@ func TestGPUNoDriver(t *testing.T) {
 	noDev := func(gpu.Config) (gpu.Backend, error) {
 		return nil, fmt.Errorf("%w: nvml init: ERROR_LIBRARY_NOT_FOUND", gpu.ErrNoDevice)
 	}
-	c, err := NewGPUCollector(&Env{Shared: NewShared()}, GPUOptions{Backend: "auto", Open: noDev})
+	c, err := NewGPUCollector(&collector.Env{Shared: collector.NewShared()}, GPUOptions{Backend: "auto", Open: noDev})
 	if err != nil {
 		t.Fatal(err)
 	}
-	problems := NewProblems(nil)
-	other := gpuOtherCollector(func(s *Scrape, ch chan<- prometheus.Metric) error { return nil })
-	exp := NewExporter(map[string]Collector{"gpu": c, "other": other}, nil, problems, nil, BuildInfo{})
-	g := gatherer(exp)
+	problems := collector.NewProblems(nil)
+	other := gpuOtherCollector(func(s *collector.Scrape, ch chan<- prometheus.Metric) error { return nil })
+	exp := collector.NewExporter(map[string]collector.Collector{"gpu": c, "other": other}, nil, problems, nil, collector.BuildInfo{})
+	g := collectortest.Gatherer(exp)
 	for i := 0; i < 2; i++ {
 		out := string(testutil.Exposition(t, g))
 		for _, want := range []string{`jobscope_scrape_collector_success{collector="gpu"} 0`, `jobscope_scrape_collector_success{collector="other"} 1`} {
@@ -168,7 +163,7 @@ func TestGPUNoDriver(t *testing.T) {
 	}
 
 	// The real thing on this machine: no driver, or no cgo.
-	c, err = NewGPUCollector(&Env{}, GPUOptions{Backend: "auto"})
+	c, err = NewGPUCollector(&collector.Env{}, GPUOptions{Backend: "auto"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,19 +171,19 @@ func TestGPUNoDriver(t *testing.T) {
 		gc.backend.Close()
 		t.Skip("an NVIDIA driver is installed here")
 	}
-	err = c.Collect(NewScrape(context.Background(), "gpu", nil, nil), make(chan prometheus.Metric, 10))
-	if !errors.Is(err, ErrNoData) {
+	err = c.Collect(collector.NewScrape(context.Background(), "gpu", nil, nil), make(chan prometheus.Metric, 10))
+	if !errors.Is(err, collector.ErrNoData) {
 		t.Errorf("err %v, want ErrNoData", err)
 	}
 }
 
 func TestGPUConfigErrors(t *testing.T) {
 	for _, o := range []GPUOptions{{Backend: "cuda"}, {Backend: "fake"}, {Backend: "fake", FakeFile: "/nonexistent.json"}} {
-		if _, err := NewGPUCollector(&Env{}, o); err == nil {
+		if _, err := NewGPUCollector(&collector.Env{}, o); err == nil {
 			t.Errorf("%+v: no error", o)
 		}
 	}
-	if c, err := NewGPUCollector(&Env{}, GPUOptions{Backend: "none"}); err != nil || c.(*gpuCollector).backend != nil {
+	if c, err := NewGPUCollector(&collector.Env{}, GPUOptions{Backend: "none"}); err != nil || c.(*gpuCollector).backend != nil {
 		t.Errorf("none: %v", err)
 	}
 }
@@ -197,7 +192,7 @@ func TestGPUSnapshotFails(t *testing.T) {
 	dcgm, open := fakeDCGM(t)
 	dcgm.SetError(errors.New("host engine connection lost"))
 	exp, problems := gpuFixture(t, "node-v2", open)
-	out := string(testutil.Exposition(t, gatherer(exp)))
+	out := string(testutil.Exposition(t, collectortest.Gatherer(exp)))
 	if !strings.Contains(out, `jobscope_scrape_collector_success{collector="gpu"} 0`) || problems.Count("gpu", "collect_failed") != 1 {
 		t.Errorf("a failed snapshot must fail the scrape:\n%s", out)
 	}
@@ -208,7 +203,7 @@ func TestGPUSnapshotFails(t *testing.T) {
 func TestGPUXidAttribution(t *testing.T) {
 	dcgm, open := fakeDCGM(t)
 	exp, _ := gpuFixture(t, "node-v2", open)
-	g := gatherer(exp)
+	g := collectortest.Gatherer(exp)
 	testutil.Exposition(t, g) // takes the three fixture events
 	dcgm.AddXid(gpu.XidEvent{UUID: "GPU-00000000-0000-4000-8000-000000000000", GPUInstanceID: -1, Xid: 79},
 		gpu.XidEvent{UUID: "GPU-00000000-0000-4000-8000-000000000006", GPUInstanceID: -1, Xid: 13},
@@ -227,7 +222,7 @@ func TestGPUXidAttribution(t *testing.T) {
 	// Collect with no jobs at all: per-job counts are dropped.
 	c := gpuCollectorOf(t, exp)
 	ch := make(chan prometheus.Metric, 1000)
-	if err := c.Collect(NewScrape(context.Background(), "gpu", nil, NewProblems(nil)), ch); err != nil {
+	if err := c.Collect(collector.NewScrape(context.Background(), "gpu", nil, collector.NewProblems(nil)), ch); err != nil {
 		t.Fatal(err)
 	}
 	close(ch)
@@ -236,9 +231,9 @@ func TestGPUXidAttribution(t *testing.T) {
 	}
 }
 
-func gpuCollectorOf(t *testing.T, exp *Exporter) *gpuCollector {
+func gpuCollectorOf(t *testing.T, exp *collector.Exporter) *gpuCollector {
 	t.Helper()
-	return exp.collectors["gpu"].(*gpuCollector)
+	return exp.Collector("gpu").(*gpuCollector)
 }
 
 // Every emitted family is described for docs/metrics.md.
@@ -246,12 +241,12 @@ func TestGPUDescsCoverOutput(t *testing.T) {
 	_, open := fakeDCGM(t)
 	exp, _ := gpuFixture(t, "node-v2", open)
 	described := map[string]bool{}
-	for _, d := range GPUFactory().Descs() {
+	for _, d := range Factory().Descs() {
 		s := d.String()
 		i := strings.Index(s, `fqName: "`) + len(`fqName: "`)
 		described[s[i:i+strings.Index(s[i:], `"`)]] = true
 	}
-	mfs, err := gatherer(exp).Gather()
+	mfs, err := collectortest.Gatherer(exp).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,16 +258,18 @@ func TestGPUDescsCoverOutput(t *testing.T) {
 	}
 }
 
-type gpuOtherCollector func(s *Scrape, ch chan<- prometheus.Metric) error
+type gpuOtherCollector func(s *collector.Scrape, ch chan<- prometheus.Metric) error
 
-func (f gpuOtherCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error { return f(s, ch) }
+func (f gpuOtherCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
+	return f(s, ch)
+}
 
 // The power collector gets each GPU's energy and holder from the gpu
 // collector's last scrape.
 func TestGPUEnergyShared(t *testing.T) {
 	_, open := fakeDCGM(t)
-	env := &Env{ProcFS: filepath.Join("..", "testdata", "gpu", "node-v2", "proc"), Shared: NewShared()}
-	c, err := NewGPUCollector(env, GPUOptions{MappingDir: filepath.Join("..", "testdata", "gpu", "node-v2", "mapping"), Open: open})
+	env := &collector.Env{ProcFS: filepath.Join("..", "..", "testdata", "gpu", "node-v2", "proc"), Shared: collector.NewShared()}
+	c, err := NewGPUCollector(env, GPUOptions{MappingDir: filepath.Join("..", "..", "testdata", "gpu", "node-v2", "mapping"), Open: open})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +285,7 @@ func TestGPUEnergyShared(t *testing.T) {
 		return []*discovery.Job{{ID: "301", Version: 2, Meta: discovery.Meta{User: "bob", Account: "chemistry"}}}
 	}
 	ch := make(chan prometheus.Metric, 1000)
-	if err := c.Collect(NewScrape(context.Background(), "gpu", jobs, NewProblems(nil)), ch); err != nil {
+	if err := c.Collect(collector.NewScrape(context.Background(), "gpu", jobs, collector.NewProblems(nil)), ch); err != nil {
 		t.Fatal(err)
 	}
 	devs, _ := src.GPUEnergy(context.Background())

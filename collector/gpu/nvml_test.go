@@ -1,6 +1,6 @@
 //go:build cgo && !nogpu
 
-package collector
+package gpu
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/jobscope/jobscope/collector/collectortest"
 	"github.com/jobscope/jobscope/gpu"
 	"github.com/jobscope/jobscope/gpu/nvmlmock"
 	"github.com/jobscope/jobscope/internal/testutil"
@@ -33,8 +34,8 @@ func TestGPUGoldenNVMLMock(t *testing.T) {
 	}
 	exp, problems := gpuFixture(t, "node-v2", open)
 	t.Cleanup(func() { backend.Close() })
-	g := gatherer(exp)
-	testutil.Golden(t, filepath.Join("..", "testdata", "gpu", "nvml-v2.golden"), testutil.Exposition(t, g))
+	g := collectortest.Gatherer(exp)
+	testutil.Golden(t, filepath.Join("..", "..", "testdata", "gpu", "nvml-v2.golden"), testutil.Exposition(t, g))
 	lint(t, g)
 	if problems.Count("gpu", "mapping_conflict") == 0 {
 		t.Error("the GPU 4 conflict was not reported")

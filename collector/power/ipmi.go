@@ -1,4 +1,4 @@
-package collector
+package power
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/power"
 )
 
@@ -135,7 +136,7 @@ func ipmiSource(o PowerOptions, log *slog.Logger) (func(context.Context) (power.
 }
 
 // envLogger discards when the Env has none (tests).
-func envLogger(env *Env) *slog.Logger {
+func envLogger(env *collector.Env) *slog.Logger {
 	if env != nil && env.Logger != nil {
 		return env.Logger
 	}

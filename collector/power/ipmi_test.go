@@ -1,4 +1,4 @@
-package collector
+package power
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/internal/testutil"
 	"github.com/jobscope/jobscope/power"
 )
@@ -55,7 +56,7 @@ func fakeBMCOpen(resp []byte, openErr error) func(string) (power.IPMIDevice, err
 
 func inbandHex(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "power", "ipmi", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "power", "ipmi", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,16 +83,16 @@ func TestPowerIPMIInBandGolden(t *testing.T) {
 	opts.IPMIOpen = fakeBMCOpen(inbandHex(t, "inband-good.hex"), nil)
 	c, logs := powerWithLogs(t, pc, opts)
 	var err error
-	problems := NewProblems(nil)
+	problems := collector.NewProblems(nil)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(powerScrape{c: c, jobs: powerJobs(root), problems: problems, err: &err})
 	if _, gerr := reg.Gather(); gerr != nil || err != nil {
 		t.Fatalf("scrape 1: %v %v", gerr, err)
 	}
-	testutil.CopyTree(t, "../testdata/power/node/scrape2", root)
+	testutil.CopyTree(t, "../../testdata/power/node/scrape2", root)
 	*now = now.Add(10 * time.Second)
 	got := testutil.Exposition(t, reg)
-	want, rerr := os.ReadFile(filepath.Join("..", "testdata", "power", "metrics-capacity.golden"))
+	want, rerr := os.ReadFile(filepath.Join("..", "..", "testdata", "power", "metrics-capacity.golden"))
 	if err != nil || rerr != nil || string(got) != string(want) {
 		t.Fatalf("in-band output differs from metrics-capacity.golden (err %v %v):\n%s", err, rerr, got)
 	}
@@ -141,7 +142,7 @@ func TestPowerIPMISources(t *testing.T) {
 			opts.IPMITimeout = 50 * time.Millisecond
 			opts.IPMIOpen = fakeBMCOpen(tc.resp, tc.openErr)
 			c, logs := powerWithLogs(t, pc, opts)
-			problems := NewProblems(nil)
+			problems := collector.NewProblems(nil)
 			ms, err := powerCollectOnce(c, root, problems)
 			if err != nil {
 				t.Fatalf("collect: %v", err)
@@ -177,7 +178,7 @@ func TestPowerIPMISources(t *testing.T) {
 
 // powerWithLogs rebuilds pc's collector with opts, logging into the
 // returned buffer.
-func powerWithLogs(t *testing.T, pc *powerCollector, opts PowerOptions) (Collector, *bytes.Buffer) {
+func powerWithLogs(t *testing.T, pc *powerCollector, opts PowerOptions) (collector.Collector, *bytes.Buffer) {
 	t.Helper()
 	logs := &bytes.Buffer{}
 	env := *pc.env
@@ -190,7 +191,7 @@ func powerWithLogs(t *testing.T, pc *powerCollector, opts PowerOptions) (Collect
 }
 
 func TestPowerIPMIBadOptions(t *testing.T) {
-	env := &Env{SysFS: t.TempDir(), ProcFS: t.TempDir()}
+	env := &collector.Env{SysFS: t.TempDir(), ProcFS: t.TempDir()}
 	for name, o := range map[string]PowerOptions{
 		"unknown mode":        {IdlePolicy: "capacity", IPMIMode: "bmc"},
 		"command without one": {IdlePolicy: "capacity", IPMIMode: IPMICommand},
@@ -206,7 +207,7 @@ func TestPowerIPMIBadOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	ch := make(chan prometheus.Metric, 16)
-	if err := c.Collect(NewScrape(context.Background(), "power", nil, NewProblems(nil)), ch); !errors.Is(err, ErrNoData) {
+	if err := c.Collect(collector.NewScrape(context.Background(), "power", nil, collector.NewProblems(nil)), ch); !errors.Is(err, collector.ErrNoData) {
 		t.Fatalf("want ErrNoData, got %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package collector
+package power
 
 import (
 	"errors"
@@ -6,7 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/jobscope/jobscope/collector/cgroupfs"
+	"github.com/jobscope/jobscope/cgroupfs"
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/discovery"
 	"github.com/jobscope/jobscope/power"
 )
@@ -94,7 +95,7 @@ func (c *powerCollector) usageSource() JobUsageSource {
 // perJob reads each job's usage, steps the ledger and emits the per-job
 // counters. A source is emitted for every job while its meter is
 // configured, so series do not flap when a reading is missed.
-func (c *powerCollector) perJob(s *Scrape, ch chan<- prometheus.Metric, jobs []*discovery.Job, smp power.Sample, r nodeReading, hasGPU bool) {
+func (c *powerCollector) perJob(s *collector.Scrape, ch chan<- prometheus.Metric, jobs []*discovery.Job, smp power.Sample, r nodeReading, hasGPU bool) {
 	src := c.usageSource()
 	kept := make([]*discovery.Job, 0, len(jobs))
 	smp.Jobs = make([]power.JobSample, 0, len(jobs))

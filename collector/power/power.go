@@ -1,4 +1,4 @@
-package collector
+package power
 
 import (
 	"context"
@@ -17,21 +17,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
-	"github.com/jobscope/jobscope/collector/cgroupfs"
+	"github.com/jobscope/jobscope/cgroupfs"
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/discovery"
 	"github.com/jobscope/jobscope/power"
 )
 
-// PowerFactory describes the power collector: RAPL and IPMI node power,
+// Factory describes the power collector: RAPL and IPMI node power,
 // per-job energy and emissions (method in docs/energy.md).
-func PowerFactory() Factory {
-	return Factory{
+func Factory() collector.Factory {
+	return collector.Factory{
 		Name:      "power",
 		Help:      "Node power from RAPL and IPMI DCMI, per-job energy split by CPU time and memory, GPU energy per job, grid emission factors",
-		DefaultIn: []Mode{ModeNode},
+		DefaultIn: []collector.Mode{collector.ModeNode},
 		NeedsJobs: true,
-		Descs:     func() []*prometheus.Desc { return DescsOf(newPowerDescs()) },
-		Flags: func(fs *pflag.FlagSet) func(env *Env) (Collector, error) {
+		Descs:     func() []*prometheus.Desc { return collector.DescsOf(newPowerDescs()) },
+		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
 			o := &PowerOptions{}
 			fs.BoolVar(&o.RAPL, "power.rapl", true, "Read RAPL energy counters from powercap sysfs.")
 			fs.DurationVar(&o.RAPLInterval, "power.rapl-interval", time.Minute, "Also read RAPL counters in the background this often, so a long scrape gap cannot hide a second wrap of energy_uj (0: only at scrapes).")
@@ -49,7 +50,7 @@ func PowerFactory() Factory {
 			fs.StringVar(&o.ProviderURL, "power.emissions.url", "", "Base URL of the live provider (default: its public API; set it for a proxy).")
 			fs.DurationVar(&o.Refresh, "power.emissions.refresh", 15*time.Minute, "Ask the live provider at most once per interval.")
 			fs.DurationVar(&o.Timeout, "power.emissions.timeout", 10*time.Second, "Timeout of one live provider request.")
-			return func(env *Env) (Collector, error) { return NewPowerCollector(env, *o) }
+			return func(env *collector.Env) (collector.Collector, error) { return NewPowerCollector(env, *o) }
 		},
 	}
 }
@@ -83,7 +84,7 @@ type PowerOptions struct {
 }
 
 type powerCollector struct {
-	env       *Env
+	env       *collector.Env
 	opts      PowerOptions
 	stop      chan struct{} // ends keepRAPL
 	closeOnce sync.Once
@@ -104,7 +105,7 @@ type powerCollector struct {
 // NewPowerCollector builds the collector. RAPL zones are listed once here
 // (they do not come and go); their absence is not an error, as long as
 // some meter or factor remains.
-func NewPowerCollector(env *Env, o PowerOptions) (Collector, error) {
+func NewPowerCollector(env *collector.Env, o PowerOptions) (collector.Collector, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -221,7 +222,7 @@ type nodeReading struct {
 	err         error // why zones were not read
 }
 
-func (c *powerCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error {
+func (c *powerCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
 	// Slow sources first, outside the lock: they wait at most for the
 	// scrape deadline and never run more than once per interval.
 	var dcmi power.DCMIReading
@@ -262,7 +263,7 @@ func (c *powerCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error {
 		}
 	}
 	if len(c.zones) == 0 && c.ipmi == nil && !smp.HasGPU {
-		return fmt.Errorf("no RAPL zone under %s and no IPMI source: %w", filepath.Join(c.sysfs(), "class", "powercap"), ErrNoData)
+		return fmt.Errorf("no RAPL zone under %s and no IPMI source: %w", filepath.Join(c.sysfs(), "class", "powercap"), collector.ErrNoData)
 	}
 	if c.opts.PerJob {
 		// Even without a reading now, jobs keep their counters in the output.
@@ -270,7 +271,7 @@ func (c *powerCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error {
 	}
 	if r.read == 0 && !dcmiOK && !smp.HasGPU {
 		if r.err != nil && c.ipmi == nil {
-			return fmt.Errorf("%w: %v", ErrNoData, r.err) // no privileges: logged once
+			return fmt.Errorf("%w: %v", collector.ErrNoData, r.err) // no privileges: logged once
 		}
 		return errors.New("no power meter gave a reading in this scrape")
 	}
@@ -287,7 +288,7 @@ func (c *powerCollector) sysfs() string {
 // readRAPL emits the zone counters and sums the package and dram zones
 // for attribution. A sum is used only when every zone of its domain was
 // read: a partial sum would later look like a jump.
-func (c *powerCollector) readRAPL(s *Scrape, ch chan<- prometheus.Metric) nodeReading {
+func (c *powerCollector) readRAPL(s *collector.Scrape, ch chan<- prometheus.Metric) nodeReading {
 	var r nodeReading
 	if len(c.zones) == 0 {
 		return r
@@ -344,7 +345,7 @@ func (c *powerCollector) emitDCMI(ch chan<- prometheus.Metric, d power.DCMIReadi
 
 // emissions emits every configured factor and returns the one used for
 // per-job grams: live when fresh, else static, else the country's year.
-func (c *powerCollector) emissions(s *Scrape, ch chan<- prometheus.Metric) (float64, bool) {
+func (c *powerCollector) emissions(s *collector.Scrape, ch chan<- prometheus.Metric) (float64, bool) {
 	var use float64
 	var ok bool
 	if c.owid != nil {

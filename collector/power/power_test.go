@@ -1,4 +1,4 @@
-package collector
+package power
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/discovery"
 	"github.com/jobscope/jobscope/internal/testutil"
 	"github.com/jobscope/jobscope/power"
@@ -23,16 +24,16 @@ import (
 
 // powerScrape adapts one collector to prometheus.Collector for a registry.
 type powerScrape struct {
-	c        Collector
+	c        collector.Collector
 	jobs     []*discovery.Job
-	problems *Problems
+	problems *collector.Problems
 	err      *error
 }
 
 func (p powerScrape) Describe(chan<- *prometheus.Desc) {}
 
 func (p powerScrape) Collect(ch chan<- prometheus.Metric) {
-	err := p.c.Collect(NewScrape(context.Background(), "power", func() []*discovery.Job { return p.jobs }, p.problems), ch)
+	err := p.c.Collect(collector.NewScrape(context.Background(), "power", func() []*discovery.Job { return p.jobs }, p.problems), ch)
 	if p.err != nil {
 		*p.err = err
 	}
@@ -67,15 +68,15 @@ func powerJobs(root string) []*discovery.Job {
 // powerFixture builds the collector over a copy of testdata/power/node
 // scrape1, with IPMI answered by `cat` of a saved ipmi-dcmi output (run
 // like the real tool: exec, no shell) and a fake GPU backend in Shared.
-func powerFixture(t *testing.T, o PowerOptions) (Collector, string, *time.Time) {
+func powerFixture(t *testing.T, o PowerOptions) (collector.Collector, string, *time.Time) {
 	t.Helper()
 	root := t.TempDir()
-	testutil.CopyTree(t, "../testdata/power/node/scrape1", root)
-	good, _ := filepath.Abs("../testdata/power/ipmi/good.txt")
+	testutil.CopyTree(t, "../../testdata/power/node/scrape1", root)
+	good, _ := filepath.Abs("../../testdata/power/ipmi/good.txt")
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	shared := NewShared()
+	shared := collector.NewShared()
 	shared.Set(power.GPUEnergyKey, &fakeGPUs{})
-	env := &Env{SysFS: filepath.Join(root, "sys"), ProcFS: filepath.Join(root, "proc"), Shared: shared}
+	env := &collector.Env{SysFS: filepath.Join(root, "sys"), ProcFS: filepath.Join(root, "proc"), Shared: shared}
 	o.RAPL, o.PerJob = true, true
 	o.IPMICommand = "cat " + good
 	o.IPMIInterval, o.IPMITimeout = 30*time.Second, 30*time.Second
@@ -100,20 +101,20 @@ func TestPowerGolden(t *testing.T) {
 		t.Run(policy, func(t *testing.T) {
 			c, root, now := powerFixture(t, PowerOptions{IdlePolicy: policy, Factor: 56, Country: "DE"})
 			jobs := powerJobs(root)
-			problems := NewProblems(nil)
+			problems := collector.NewProblems(nil)
 			var err error
 			reg := prometheus.NewPedanticRegistry()
 			reg.MustRegister(powerScrape{c: c, jobs: jobs, problems: problems, err: &err})
 			if _, gerr := reg.Gather(); gerr != nil || err != nil {
 				t.Fatalf("scrape 1: %v %v", gerr, err)
 			}
-			testutil.CopyTree(t, "../testdata/power/node/scrape2", root)
+			testutil.CopyTree(t, "../../testdata/power/node/scrape2", root)
 			*now = now.Add(10 * time.Second)
 			got := testutil.Exposition(t, reg)
 			if err != nil {
 				t.Fatalf("scrape 2: %v", err)
 			}
-			testutil.Golden(t, filepath.Join("..", "testdata", "power", "metrics-"+policy+".golden"), got)
+			testutil.Golden(t, filepath.Join("..", "..", "testdata", "power", "metrics-"+policy+".golden"), got)
 			lint, lerr := promtest.GatherAndLint(reg)
 			if lerr != nil {
 				t.Fatal(lerr)
@@ -138,7 +139,7 @@ func TestPowerSumNeverExceedsNode(t *testing.T) {
 		c, root, now := powerFixture(t, PowerOptions{IdlePolicy: policy})
 		jobs := powerJobs(root)
 		collectAll(t, c, jobs)
-		testutil.CopyTree(t, "../testdata/power/node/scrape2", root)
+		testutil.CopyTree(t, "../../testdata/power/node/scrape2", root)
 		*now = now.Add(10 * time.Second)
 		sums, rest := map[string]float64{}, map[string]float64{}
 		for _, m := range collectAll(t, c, jobs) {
@@ -170,10 +171,10 @@ type flatMetric struct {
 	value  float64
 }
 
-func collectAll(t *testing.T, c Collector, jobs []*discovery.Job) []flatMetric {
+func collectAll(t *testing.T, c collector.Collector, jobs []*discovery.Job) []flatMetric {
 	t.Helper()
 	ch := make(chan prometheus.Metric, 1024)
-	if err := c.Collect(NewScrape(context.Background(), "power", func() []*discovery.Job { return jobs }, NewProblems(nil)), ch); err != nil {
+	if err := c.Collect(collector.NewScrape(context.Background(), "power", func() []*discovery.Job { return jobs }, collector.NewProblems(nil)), ch); err != nil {
 		t.Fatal(err)
 	}
 	close(ch)
@@ -201,15 +202,15 @@ func collectAll(t *testing.T, c Collector, jobs []*discovery.Job) []flatMetric {
 // TestPowerNoHardware: no powercap tree, no IPMI, no GPU: ErrNoData, and
 // the emission factor is still there.
 func TestPowerNoHardware(t *testing.T) {
-	env := &Env{SysFS: t.TempDir(), ProcFS: t.TempDir(), Shared: NewShared()}
+	env := &collector.Env{SysFS: t.TempDir(), ProcFS: t.TempDir(), Shared: collector.NewShared()}
 	c, err := NewPowerCollector(env, PowerOptions{RAPL: true, PerJob: true, IdlePolicy: "capacity", Factor: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ch := make(chan prometheus.Metric, 16)
-	err = c.Collect(NewScrape(context.Background(), "power", nil, NewProblems(nil)), ch)
+	err = c.Collect(collector.NewScrape(context.Background(), "power", nil, collector.NewProblems(nil)), ch)
 	close(ch)
-	if !errors.Is(err, ErrNoData) {
+	if !errors.Is(err, collector.ErrNoData) {
 		t.Fatalf("want ErrNoData, got %v", err)
 	}
 	if n := len(ch); n != 1 {
@@ -218,7 +219,7 @@ func TestPowerNoHardware(t *testing.T) {
 }
 
 func TestPowerBadOptions(t *testing.T) {
-	env := &Env{SysFS: t.TempDir(), ProcFS: t.TempDir()}
+	env := &collector.Env{SysFS: t.TempDir(), ProcFS: t.TempDir()}
 	for name, o := range map[string]PowerOptions{
 		"policy":   {IdlePolicy: "free"},
 		"country":  {IdlePolicy: "capacity", Country: "XX"},
@@ -237,7 +238,7 @@ func TestPowerBadOptions(t *testing.T) {
 // problem and no IPMI series; RAPL and the other series are unaffected.
 func TestPowerIPMIGarbage(t *testing.T) {
 	c, root, _ := powerFixture(t, PowerOptions{})
-	bad, _ := filepath.Abs("../testdata/power/ipmi/garbage.txt")
+	bad, _ := filepath.Abs("../../testdata/power/ipmi/garbage.txt")
 	pc := c.(*powerCollector)
 	opts := pc.opts
 	opts.IPMICommand = "cat " + bad
@@ -245,7 +246,7 @@ func TestPowerIPMIGarbage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	problems := NewProblems(nil)
+	problems := collector.NewProblems(nil)
 	ms, err := powerCollectOnce(c, root, problems)
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +278,7 @@ func TestPowerLiveFactor(t *testing.T) {
 	c, root, now := powerFixture(t, PowerOptions{Factor: 400, Provider: "rte", ProviderURL: srv.URL, HTTPClient: srv.Client()})
 	jobs := powerJobs(root)
 	collectAll(t, c, jobs)
-	testutil.CopyTree(t, "../testdata/power/node/scrape2", root)
+	testutil.CopyTree(t, "../../testdata/power/node/scrape2", root)
 	*now = now.Add(10 * time.Second)
 	factors := map[string]float64{}
 	var grams101 float64
@@ -315,7 +316,7 @@ func TestPowerUsageSource(t *testing.T) {
 	c.(*powerCollector).env.Shared.Set(PowerJobUsageKey, halfUsage{newCgroupUsage()})
 	jobs := powerJobs(root)
 	collectAll(t, c, jobs)
-	testutil.CopyTree(t, "../testdata/power/node/scrape2", root)
+	testutil.CopyTree(t, "../../testdata/power/node/scrape2", root)
 	*now = now.Add(10 * time.Second)
 	for _, m := range collectAll(t, c, jobs) {
 		if isMetric(m.desc, "slurm_job_energy_joules_total") && m.labels["jobid"] == "101" && m.labels["source"] == "rapl_cpu" {
@@ -337,7 +338,7 @@ func TestPowerRAPLRefused(t *testing.T) {
 	pc := c.(*powerCollector)
 	opts := pc.opts
 	opts.IPMICommand = ""
-	pc.env.Shared = NewShared() // no GPU
+	pc.env.Shared = collector.NewShared() // no GPU
 	for _, z := range []string{"intel-rapl:0", "intel-rapl:0:0", "intel-rapl:0:1", "intel-rapl:1", "intel-rapl:1:0"} {
 		f := filepath.Join(root, "sys", "class", "powercap", z, "energy_uj")
 		if err := os.Remove(f); err != nil {
@@ -351,9 +352,9 @@ func TestPowerRAPLRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	problems := NewProblems(nil)
+	problems := collector.NewProblems(nil)
 	ms, err := powerCollectOnce(c, root, problems)
-	if !errors.Is(err, ErrNoData) || problems.Count("power", "rapl_read") != 1 {
+	if !errors.Is(err, collector.ErrNoData) || problems.Count("power", "rapl_read") != 1 {
 		t.Fatalf("err %v, rapl_read problems %v", err, problems.Count("power", "rapl_read"))
 	}
 	jobs := 0
@@ -369,9 +370,9 @@ func TestPowerRAPLRefused(t *testing.T) {
 
 // powerCollectOnce runs one Collect of c over the fixture jobs under root
 // and returns what it emitted.
-func powerCollectOnce(c Collector, root string, problems *Problems) ([]prometheus.Metric, error) {
+func powerCollectOnce(c collector.Collector, root string, problems *collector.Problems) ([]prometheus.Metric, error) {
 	ch := make(chan prometheus.Metric, 256)
-	err := c.Collect(NewScrape(context.Background(), "power", func() []*discovery.Job { return powerJobs(root) }, problems), ch)
+	err := c.Collect(collector.NewScrape(context.Background(), "power", func() []*discovery.Job { return powerJobs(root) }, problems), ch)
 	close(ch)
 	var ms []prometheus.Metric
 	for m := range ch {

@@ -1,4 +1,4 @@
-package collector
+package process
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/discovery"
 )
 
@@ -101,7 +102,7 @@ func benchProcOptions(b *testing.B, procRoot string, list []*discovery.Job, moun
 			b.ResetTimer()
 			cpu0 := procSelfCPU()
 			for i := 0; i < b.N; i++ {
-				if err := c.Collect(NewScrape(context.Background(), "process", jobsFn, NewProblems(nil)), ch); err != nil {
+				if err := c.Collect(collector.NewScrape(context.Background(), "process", jobsFn, collector.NewProblems(nil)), ch); err != nil {
 					b.Fatal(err)
 				}
 				for len(ch) > 0 {

@@ -1,4 +1,4 @@
-package collector
+package process
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/discovery"
 )
 
@@ -228,7 +229,7 @@ func TestProcessPrivileged(t *testing.T) {
 		t.Fatalf("discovery did not find job %s", id)
 		return nil
 	}
-	c, err := NewProcessCollector(&Env{ProcFS: "/proc", Shared: NewShared()},
+	c, err := NewProcessCollector(&collector.Env{ProcFS: "/proc", Shared: collector.NewShared()},
 		ProcessOptions{Mounts: []string{mnt}, TopN: 5, Threads: true, IO: ProcessIOOn})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package collector
+package process
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/procfs"
 	"github.com/spf13/pflag"
 
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/discovery"
 )
 
@@ -44,15 +45,15 @@ type ProcessOptions struct {
 	EBPFLoaded func() bool
 }
 
-// ProcessFactory describes the process collector.
-func ProcessFactory() Factory {
-	return Factory{
+// Factory describes the process collector.
+func Factory() collector.Factory {
+	return collector.Factory{
 		Name:      "process",
 		Help:      "Per-job processes, threads, open files, context switches and CPU per executable from procfs",
-		DefaultIn: []Mode{ModeNode},
+		DefaultIn: []collector.Mode{collector.ModeNode},
 		NeedsJobs: true,
-		Descs:     func() []*prometheus.Desc { return DescsOf(newProcDescs()) },
-		Flags: func(fs *pflag.FlagSet) func(env *Env) (Collector, error) {
+		Descs:     func() []*prometheus.Desc { return collector.DescsOf(newProcDescs()) },
+		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
 			o := &ProcessOptions{}
 			fs.StringSliceVar(&o.Mounts, "collector.process.fs", nil,
 				"Mount points (comma-separated) whose open files are counted per job, e.g. /scratch,/home.")
@@ -62,14 +63,14 @@ func ProcessFactory() Factory {
 				"Also read every thread's stat and status: threads by state and context switches (several times the cost of the per-process files).")
 			fs.StringVar(&o.IO, "collector.process.io", ProcessIOAuto,
 				"Per-job IO from /proc/<pid>/io: auto (only while the ebpf collector is not loaded), on or off.")
-			return func(env *Env) (Collector, error) { return NewProcessCollector(env, *o) }
+			return func(env *collector.Env) (collector.Collector, error) { return NewProcessCollector(env, *o) }
 		},
 	}
 }
 
 type processCollector struct {
 	opts   ProcessOptions
-	env    *Env
+	env    *collector.Env
 	reader procReader
 
 	d      procDescs
@@ -80,7 +81,7 @@ type processCollector struct {
 }
 
 // NewProcessCollector builds the process collector over env.ProcFS.
-func NewProcessCollector(env *Env, o ProcessOptions) (Collector, error) {
+func NewProcessCollector(env *collector.Env, o ProcessOptions) (collector.Collector, error) {
 	if o.TopN < 0 {
 		return nil, fmt.Errorf("--collector.process.top-n must not be negative, got %d", o.TopN)
 	}
@@ -174,7 +175,7 @@ func (c *processCollector) ioOn() bool {
 	if c.env == nil || c.env.Shared == nil {
 		return true
 	}
-	v, ok := c.env.Shared.Lookup(EBPFLoadedKey)
+	v, ok := c.env.Shared.Lookup(collector.EBPFLoadedKey)
 	if !ok {
 		return true
 	}
@@ -182,7 +183,7 @@ func (c *processCollector) ioOn() bool {
 	return isBool && !loaded
 }
 
-func (c *processCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error {
+func (c *processCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
@@ -232,7 +233,7 @@ const procReadWorkers = 4
 // readJobs reads the jobs in order of the slice with a few workers and
 // returns their samples, the issues met, and how many leading jobs were
 // read before the scrape's deadline.
-func (c *processCollector) readJobs(s *Scrape, jobs []*discovery.Job, withIO bool) ([]procJobSample, procReadIssues, int) {
+func (c *processCollector) readJobs(s *collector.Scrape, jobs []*discovery.Job, withIO bool) ([]procJobSample, procReadIssues, int) {
 	samples := make([]procJobSample, len(jobs))
 	done := make([]bool, len(jobs))
 	issues := make([]procReadIssues, procReadWorkers)

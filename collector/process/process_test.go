@@ -1,4 +1,4 @@
-package collector
+package process
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/spf13/pflag"
 
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/discovery"
 	"github.com/jobscope/jobscope/internal/testutil"
 )
@@ -26,16 +27,16 @@ var rewriteProcFixture = flag.Bool("process.fixture", false, "rewrite testdata/p
 // procAdapter runs a jobscope collector as a prometheus.Collector over a
 // fixed job list.
 type procAdapter struct {
-	c        Collector
+	c        collector.Collector
 	jobs     func() []*discovery.Job
-	problems *Problems
+	problems *collector.Problems
 	err      error
 }
 
 func (a *procAdapter) Describe(chan<- *prometheus.Desc) {}
 
 func (a *procAdapter) Collect(ch chan<- prometheus.Metric) {
-	a.err = a.c.Collect(NewScrape(context.Background(), "process", a.jobs, a.problems), ch)
+	a.err = a.c.Collect(collector.NewScrape(context.Background(), "process", a.jobs, a.problems), ch)
 }
 
 func procFixtureJobs(t testing.TB, root string) func() []*discovery.Job {
@@ -54,7 +55,7 @@ func procFixtureJobs(t testing.TB, root string) func() []*discovery.Job {
 
 func newFixtureProcCollector(t testing.TB, procRoot string, o ProcessOptions) *processCollector {
 	t.Helper()
-	c, err := NewProcessCollector(&Env{ProcFS: procRoot, Shared: NewShared()}, o)
+	c, err := NewProcessCollector(&collector.Env{ProcFS: procRoot, Shared: collector.NewShared()}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func newFixtureProcCollector(t testing.TB, procRoot string, o ProcessOptions) *p
 }
 
 func TestProcessGolden(t *testing.T) {
-	root := filepath.Join("..", "testdata", "process")
+	root := filepath.Join("..", "..", "testdata", "process")
 	if *rewriteProcFixture {
 		if err := os.RemoveAll(root); err != nil {
 			t.Fatal(err)
@@ -77,7 +78,7 @@ func TestProcessGolden(t *testing.T) {
 		{"metrics-defaults.golden", ProcessOptions{TopN: 5, Threads: false, IO: ProcessIOAuto}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			problems := NewProblems(nil)
+			problems := collector.NewProblems(nil)
 			a := &procAdapter{c: newFixtureProcCollector(t, filepath.Join(root, "proc"), tc.opts), jobs: procFixtureJobs(t, root), problems: problems}
 			reg := prometheus.NewPedanticRegistry()
 			reg.MustRegister(a)
@@ -105,10 +106,10 @@ func TestProcessGolden(t *testing.T) {
 
 // procValues collects once and returns values by "name{extra label values}"
 // for job jobid.
-func procValues(t testing.TB, c Collector, jobs func() []*discovery.Job, jobid string) map[string]float64 {
+func procValues(t testing.TB, c collector.Collector, jobs func() []*discovery.Job, jobid string) map[string]float64 {
 	t.Helper()
 	ch := make(chan prometheus.Metric, 1024)
-	if err := c.Collect(NewScrape(context.Background(), "process", jobs, NewProblems(nil)), ch); err != nil {
+	if err := c.Collect(collector.NewScrape(context.Background(), "process", jobs, collector.NewProblems(nil)), ch); err != nil {
 		t.Fatal(err)
 	}
 	close(ch)
@@ -148,8 +149,8 @@ func procValues(t testing.TB, c Collector, jobs func() []*discovery.Job, jobid s
 }
 
 func TestProcessIOFollowsEBPF(t *testing.T) {
-	root := filepath.Join("..", "testdata", "process")
-	env := &Env{ProcFS: filepath.Join(root, "proc"), Shared: NewShared()}
+	root := filepath.Join("..", "..", "testdata", "process")
+	env := &collector.Env{ProcFS: filepath.Join(root, "proc"), Shared: collector.NewShared()}
 	c, err := NewProcessCollector(env, ProcessOptions{Threads: true, IO: ProcessIOAuto, TopN: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +160,7 @@ func TestProcessIOFollowsEBPF(t *testing.T) {
 	if v, ok := procValues(t, c, jobs, "100")[ioKey]; !ok || v == 0 {
 		t.Fatalf("IO fallback off without ebpf: %v %v", v, ok)
 	}
-	env.Shared.Set(EBPFLoadedKey, true)
+	env.Shared.Set(collector.EBPFLoadedKey, true)
 	if _, ok := procValues(t, c, jobs, "100")[ioKey]; ok {
 		t.Fatal("IO fallback still on while ebpf is loaded")
 	}
@@ -172,7 +173,7 @@ func TestProcessIOFollowsEBPF(t *testing.T) {
 }
 
 func TestProcessClassify(t *testing.T) {
-	root := filepath.Join("..", "testdata", "process", "proc")
+	root := filepath.Join("..", "..", "testdata", "process", "proc")
 	r := procReader{root: root}
 	var ri procReadIssues
 	r.classify(&ri, 1002, &fs.PathError{Op: "open", Path: "x", Err: syscall.ESRCH})
@@ -193,11 +194,11 @@ func TestProcessClassify(t *testing.T) {
 // TestProcessHiddenPIDs: with hidepid, every listed pid is missing; that is
 // one problem per scrape, not silence and not a line per pid.
 func TestProcessHiddenPIDs(t *testing.T) {
-	root := filepath.Join("..", "testdata", "process")
-	problems := NewProblems(nil)
+	root := filepath.Join("..", "..", "testdata", "process")
+	problems := collector.NewProblems(nil)
 	c := newFixtureProcCollector(t, t.TempDir(), ProcessOptions{Threads: true, TopN: 1})
 	ch := make(chan prometheus.Metric, 1024)
-	if err := c.Collect(NewScrape(context.Background(), "process", procFixtureJobs(t, root), problems), ch); err != nil {
+	if err := c.Collect(collector.NewScrape(context.Background(), "process", procFixtureJobs(t, root), problems), ch); err != nil {
 		t.Fatal(err)
 	}
 	if n := problems.Count("process", "pids_not_visible"); n != 1 {
@@ -227,13 +228,13 @@ func TestProcessUnderMount(t *testing.T) {
 // accounting (a discovery hiccup must not reset counters); after three
 // scrapes without it, it is dropped. A passed deadline stops the scrape.
 func TestProcessJobLifecycle(t *testing.T) {
-	root := filepath.Join("..", "testdata", "process")
+	root := filepath.Join("..", "..", "testdata", "process")
 	c := newFixtureProcCollector(t, filepath.Join(root, "proc"), ProcessOptions{TopN: 1})
 	all := procFixtureJobs(t, root)()
 	only100 := func() []*discovery.Job { return all[:1] }
 	collect := func(jobs func() []*discovery.Job) {
 		ch := make(chan prometheus.Metric, 1024)
-		if err := c.Collect(NewScrape(context.Background(), "process", jobs, NewProblems(nil)), ch); err != nil {
+		if err := c.Collect(collector.NewScrape(context.Background(), "process", jobs, collector.NewProblems(nil)), ch); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -254,7 +255,7 @@ func TestProcessJobLifecycle(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	ch := make(chan prometheus.Metric, 1024)
-	if err := c.Collect(NewScrape(ctx, "process", func() []*discovery.Job { return all }, NewProblems(nil)), ch); !errors.Is(err, context.Canceled) {
+	if err := c.Collect(collector.NewScrape(ctx, "process", func() []*discovery.Job { return all }, collector.NewProblems(nil)), ch); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled scrape: %v", err)
 	}
 	if len(c.jobs) != 1 {
@@ -303,11 +304,11 @@ func FuzzProcessReadProc(f *testing.F) {
 
 func TestProcessFlags(t *testing.T) {
 	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
-	build := ProcessFactory().Flags(fs)
+	build := Factory().Flags(fs)
 	if err := fs.Parse([]string{"--collector.process.fs=/scratch,/home/", "--collector.process.top-n=3", "--collector.process.io=off"}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := build(&Env{ProcFS: filepath.Join("..", "testdata", "process", "proc")})
+	c, err := build(&collector.Env{ProcFS: filepath.Join("..", "..", "testdata", "process", "proc")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +321,7 @@ func TestProcessFlags(t *testing.T) {
 // TestProcessConcurrentScrapes: scrapes may overlap (two Prometheus
 // servers); the accounting is updated by one at a time (run with -race).
 func TestProcessConcurrentScrapes(t *testing.T) {
-	root := filepath.Join("..", "testdata", "process")
+	root := filepath.Join("..", "..", "testdata", "process")
 	c := newFixtureProcCollector(t, filepath.Join(root, "proc"), ProcessOptions{TopN: 2, Threads: true, IO: ProcessIOOn})
 	jobs := procFixtureJobs(t, root)()
 	done := make(chan error)
@@ -329,7 +330,7 @@ func TestProcessConcurrentScrapes(t *testing.T) {
 			var err error
 			for i := 0; i < 5 && err == nil; i++ {
 				ch := make(chan prometheus.Metric, 1024)
-				err = c.Collect(NewScrape(context.Background(), "process", func() []*discovery.Job { return jobs }, NewProblems(nil)), ch)
+				err = c.Collect(collector.NewScrape(context.Background(), "process", func() []*discovery.Job { return jobs }, collector.NewProblems(nil)), ch)
 			}
 			done <- err
 		}()
@@ -343,7 +344,7 @@ func TestProcessConcurrentScrapes(t *testing.T) {
 
 // The same mount given twice ("/scratch", "/scratch/") is one series.
 func TestProcessMountsDeduplicated(t *testing.T) {
-	c, err := NewProcessCollector(&Env{ProcFS: t.TempDir(), Shared: NewShared()}, ProcessOptions{TopN: 5, Mounts: []string{"/scratch", "/scratch/", "/home"}})
+	c, err := NewProcessCollector(&collector.Env{ProcFS: t.TempDir(), Shared: collector.NewShared()}, ProcessOptions{TopN: 5, Mounts: []string{"/scratch", "/scratch/", "/home"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package collector
+package process
 
 import (
 	"errors"

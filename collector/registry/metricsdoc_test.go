@@ -1,6 +1,7 @@
-package collector
+package registry
 
 import (
+	"github.com/jobscope/jobscope/collector"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,8 +11,8 @@ import (
 
 // TestMetricsDoc keeps docs/metrics.md equal to what the code emits.
 func TestMetricsDoc(t *testing.T) {
-	path := filepath.Join("..", "docs", "metrics.md")
-	got := MetricsDoc(Factories())
+	path := filepath.Join("..", "..", "docs", "metrics.md")
+	got := collector.MetricsDoc(Factories())
 	if *testutil.Update {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)

@@ -1,0 +1,34 @@
+// Package collectortest holds helpers for the collectors' tests: fixture
+// users and owners, and gatherers over an exporter.
+package collectortest
+
+import (
+	"context"
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jobscope/jobscope/collector"
+)
+
+// FixtureUsers are the uids of the fixture nodes.
+var FixtureUsers = map[int]string{1001: "alice", 1002: "bob", 1003: "carol"}
+
+// FixtureOwner stands for the owner of a fixture /proc/<pid>: whoever
+// checked the tree out, so it must not decide a job's user.
+func FixtureOwner(string) (int, bool) { return 0, true }
+
+// LookupUser resolves the fixture uids.
+func LookupUser(uid int) (string, error) {
+	if n, ok := FixtureUsers[uid]; ok {
+		return n, nil
+	}
+	return "", errors.New("unknown user id")
+}
+
+// Gatherer is a pedantic registry scraping exp without a deadline.
+func Gatherer(exp *collector.Exporter) prometheus.Gatherer {
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(exp.Bind(context.Background()))
+	return reg
+}
