@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/jobscope/jobscope/collector/discovery"
 )
 
 // Method says how a GPU was found to belong to a job, in the order the
@@ -82,6 +80,11 @@ const envPIDsPerScrape = 64
 type Mapper struct {
 	MappingDir string // "" disables the mapping-directory method
 	ProcFS     string
+	// JobOfCgroupPath reads the job id out of a cgroup path of
+	// /proc/<pid>/cgroup ("" for none). Job discovery owns that rule and
+	// hands it in; nil skips the cgroup file and asks the jobs' process
+	// lists only.
+	JobOfCgroupPath func(path string) string
 
 	mu  sync.Mutex
 	env map[string]*envEntry // by job id
@@ -283,8 +286,8 @@ func (m *Mapper) fromProcesses(st *mapState, devs []Device, jobs []Job, present 
 		}
 		for _, pid := range d.PIDs {
 			id := ""
-			if m.ProcFS != "" {
-				id = jobFromCgroupFile(filepath.Join(m.ProcFS, strconv.Itoa(pid), "cgroup"))
+			if m.ProcFS != "" && m.JobOfCgroupPath != nil {
+				id = jobFromCgroupFile(filepath.Join(m.ProcFS, strconv.Itoa(pid), "cgroup"), m.JobOfCgroupPath)
 			}
 			if !present[id] {
 				// Slurm 26.05 SLUID directories, or no procfs: ask the
@@ -309,7 +312,7 @@ func (m *Mapper) fromProcesses(st *mapState, devs []Device, jobs []Job, present 
 }
 
 // jobFromCgroupFile returns the job id in /proc/<pid>/cgroup ("" if none).
-func jobFromCgroupFile(path string) string {
+func jobFromCgroupFile(path string, jobOf func(string) string) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "" // the process exited: normal
@@ -320,7 +323,7 @@ func jobFromCgroupFile(path string) string {
 		if len(parts) < 3 {
 			continue
 		}
-		if id := discovery.JobIDFromCgroupPath(parts[2]); id != "" {
+		if id := jobOf(parts[2]); id != "" {
 			return id
 		}
 	}

@@ -92,7 +92,7 @@ func NewGPUCollector(env *collector.Env, o GPUOptions) (collector.Collector, err
 		}
 	}
 	c := &gpuCollector{
-		mapper:  &gpu.Mapper{MappingDir: o.MappingDir, ProcFS: procfs},
+		mapper:  &gpu.Mapper{MappingDir: o.MappingDir, ProcFS: procfs, JobOfCgroupPath: discovery.JobIDFromCgroupPath},
 		d:       newGPUDescs(),
 		xidJob:  map[xidKey]*xidCount{},
 		xidNode: map[xidKey]float64{},
