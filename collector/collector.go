@@ -62,7 +62,7 @@ type Factory struct {
 	// NeedsJobs says whether the collector uses job discovery.
 	NeedsJobs bool
 	// Descs lists the metrics the collector can emit, for docs/metrics.md.
-	Descs func() []*prometheus.Desc
+	Descs func() []*Desc
 }
 
 // DefaultOn reports whether the collector is on by default in mode m.

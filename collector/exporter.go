@@ -24,7 +24,7 @@ type Exporter struct {
 	log        *slog.Logger
 	info       BuildInfo
 
-	durationDesc, successDesc, buildDesc, jobsDesc *prometheus.Desc
+	durationDesc, successDesc, buildDesc, jobsDesc *Desc
 }
 
 // BuildInfo labels jobscope_build_info.
@@ -39,14 +39,14 @@ func NewExporter(collectors map[string]Collector, disc *discovery.Discoverer, pr
 	sort.Strings(names)
 	return &Exporter{
 		collectors: collectors, names: names, disc: disc, problems: problems, log: log, info: info,
-		durationDesc: prometheus.NewDesc("jobscope_scrape_collector_duration_seconds",
-			"Time a collector took in this scrape.", []string{"collector"}, nil),
-		successDesc: prometheus.NewDesc("jobscope_scrape_collector_success",
-			"1 if a collector finished this scrape without error and within the deadline, else 0.", []string{"collector"}, nil),
-		buildDesc: prometheus.NewDesc("jobscope_build_info",
-			"jobscope version, git revision and Go version; always 1.", []string{"version", "revision", "goversion"}, nil),
-		jobsDesc: prometheus.NewDesc("jobscope_jobs",
-			"Slurm jobs discovered in this node's cgroups in this scrape.", nil, nil),
+		durationDesc: NewDesc("jobscope_scrape_collector_duration_seconds",
+			"Time a collector took in this scrape.", "collector"),
+		successDesc: NewDesc("jobscope_scrape_collector_success",
+			"1 if a collector finished this scrape without error and within the deadline, else 0.", "collector"),
+		buildDesc: NewDesc("jobscope_build_info",
+			"jobscope version, git revision and Go version; always 1.", "version", "revision", "goversion"),
+		jobsDesc: NewDesc("jobscope_jobs",
+			"Slurm jobs discovered in this node's cgroups in this scrape."),
 	}
 }
 
@@ -106,13 +106,13 @@ func (e *Exporter) collect(ctx context.Context, ch chan<- prometheus.Metric) {
 		if r.err != nil {
 			success = 0
 		}
-		ch <- prometheus.MustNewConstMetric(e.durationDesc, prometheus.GaugeValue, r.duration.Seconds(), name)
-		ch <- prometheus.MustNewConstMetric(e.successDesc, prometheus.GaugeValue, success, name)
+		ch <- e.durationDesc.Gauge(r.duration.Seconds(), name)
+		ch <- e.successDesc.Gauge(success, name)
 	}
 	if e.disc != nil {
-		ch <- prometheus.MustNewConstMetric(e.jobsDesc, prometheus.GaugeValue, float64(len(jobs())))
+		ch <- e.jobsDesc.Gauge(float64(len(jobs())))
 	}
-	ch <- prometheus.MustNewConstMetric(e.buildDesc, prometheus.GaugeValue, 1, e.info.Version, e.info.Revision, e.info.GoVersion)
+	ch <- e.buildDesc.Gauge(1, e.info.Version, e.info.Revision, e.info.GoVersion)
 	e.problems.collect(ch)
 }
 

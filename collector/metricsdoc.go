@@ -2,14 +2,10 @@ package collector
 
 import (
 	"fmt"
-	"regexp"
+	"slices"
 	"sort"
 	"strings"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
-
-var descRe = regexp.MustCompile(`fqName: "([^"]*)", help: "((?:[^"\\]|\\.)*)", unit: "[^"]*", constLabels: \{[^}]*\}, variableLabels: \{([^}]*)\}`)
 
 // MetricsDoc renders docs/metrics.md from the collectors' descriptors.
 func MetricsDoc(factories []Factory) string {
@@ -35,40 +31,22 @@ func MetricsDoc(factories []Factory) string {
 	return b.String()
 }
 
-func section(b *strings.Builder, title, help string, descs []*prometheus.Desc) {
+func section(b *strings.Builder, title, help string, descs []*Desc) {
 	fmt.Fprintf(b, "## %s\n\n", title)
 	if help != "" {
 		fmt.Fprintf(b, "%s.\n\n", help)
 	}
 	b.WriteString("| metric | labels | description |\n|---|---|---|\n")
-	type row struct{ name, labels, help string }
-	var rows []row
-	for _, d := range descs {
-		m := descRe.FindStringSubmatch(d.String())
-		if m == nil {
-			continue
-		}
-		labels := strings.ReplaceAll(m[3], ",", ", ")
-		help := strings.ReplaceAll(strings.ReplaceAll(m[2], `\"`, `"`), "|", `\|`)
-		rows = append(rows, row{m[1], labels, help})
-	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i].name < rows[j].name })
-	for _, r := range rows {
-		fmt.Fprintf(b, "| `%s` | %s | %s |\n", r.name, r.labels, r.help)
+	rows := slices.Clone(descs)
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Name < rows[j].Name })
+	for _, d := range rows {
+		fmt.Fprintf(b, "| `%s` | %s | %s |\n", d.Name, strings.Join(d.Labels, ", "), strings.ReplaceAll(d.Help, "|", `\|`))
 	}
 	b.WriteString("\n")
 }
 
-// ExtraLabelNames returns a per-job descriptor's label names after jobid,
-// user and account.
-func ExtraLabelNames(d *prometheus.Desc) []string {
-	m := descRe.FindStringSubmatch(d.String())
-	if m == nil || m[3] == "" {
-		return nil
-	}
-	names := strings.Split(m[3], ",")
-	if len(names) <= len(jobLabelNames) {
-		return nil
-	}
-	return names[len(jobLabelNames):]
+// frameworkDescs are the metrics the exporter itself emits.
+func frameworkDescs() []*Desc {
+	e := NewExporter(nil, nil, NewProblems(nil), nil, BuildInfo{})
+	return []*Desc{e.durationDesc, e.successDesc, e.buildDesc, e.jobsDesc, NewProblems(nil).desc}
 }

@@ -209,3 +209,43 @@ func newBadRunV1(t *testing.T, root string) *badRun {
 	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys")})
 	return &badRun{collector.NewExporter(map[string]collector.Collector{"cgroup": c}, disc, problems, log, collector.BuildInfo{}), problems, logs}
 }
+
+// A repeated memory.stat key (v1 maps total_rss to type="anon") gives one
+// series: de-dup is on the raw key, so the gather does not fail on a
+// duplicate. Real kernels print each key once; this is a broken file.
+func TestV1MemoryStatRepeatedKey(t *testing.T) {
+	root := t.TempDir()
+	testutil.CopyTree(t, filepath.Join("..", "..", "testdata", "node-v1"), root)
+	stat := filepath.Join(root, "cgroup", "memory", "slurm_vm", "uid_1002", "job_3", "memory.stat")
+	b, err := os.ReadFile(stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stat, append(b, "total_rss 7\ntotal_swap 9\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := newBadRunV1(t, root).scrape(t)
+	if n := countSeries(out, `slurm_job_memory_stat_bytes{account="chemistry",jobid="3",type="anon"`); n != 1 {
+		t.Errorf("anon series of job 3: %d, want 1", n)
+	}
+	if strings.Contains(out, `type="anon",user="bob"} 7`) {
+		t.Error("the repeated line's value replaced the first one")
+	}
+}
+
+// No two keys of a flat file give the same series: a table with two raw
+// keys for one type would duplicate it even with de-dup on the raw key.
+func TestFlatTablesDistinct(t *testing.T) {
+	d := newCgroupDescs()
+	for name, tab := range map[string]*flatTable{"v1 memory.stat": memStatV1, "v2 memory.stat": memStatV2,
+		"memory.events": memEventsV2, "v2 cpu.stat": cpuStatV2, "v1 cpu.stat": cpuStatV1, "cpuacct.stat": cpuacctStat} {
+		seen := map[string]string{}
+		for _, k := range tab.keys {
+			series := k.desc(&d).Name + "{" + k.label + "}"
+			if other, dup := seen[series]; dup {
+				t.Errorf("%s: %s and %s both give %s", name, other, k.key, series)
+			}
+			seen[series] = k.key
+		}
+	}
+}

@@ -21,7 +21,7 @@ func Factory() collector.Factory {
 		Help:      "Per-job memory, CPU, throttling, pressure, block IO and pids from cgroupfs",
 		DefaultIn: []collector.Mode{collector.ModeNode},
 		NeedsJobs: true,
-		Descs:     func() []*prometheus.Desc { return collector.DescsOf(newCgroupDescs()) },
+		Descs:     func() []*collector.Desc { return collector.DescsOf(newCgroupDescs()) },
 		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
 			workers := fs.Int("collector.cgroup.workers", 0, "Jobs read in parallel by the cgroup collector (0: number of CPUs, at most 4).")
 			return func(env *collector.Env) (collector.Collector, error) {
@@ -97,7 +97,7 @@ func (c *cgroupCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metr
 			defer c.readers.Put(r)
 			for j := range work {
 				jr := &jobReader{r: r, s: s, ch: ch, d: &c.d, job: j, devices: c.devices,
-					series: collector.NewJobSeries(j.Labels(), c.pairs), static: c.static, events: c.events}
+					series: c.pairs.Job(j), static: c.static, events: c.events}
 				if j.Version == 2 {
 					jr.v2()
 				} else {
@@ -123,7 +123,7 @@ func (c *cgroupCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metr
 
 func infoMetric(d *cgroupDescs, j *discovery.Job) prometheus.Metric {
 	m := j.Meta
-	return prometheus.MustNewConstMetric(d.info, prometheus.GaugeValue, 1,
+	return d.info.Gauge(1,
 		j.ID, m.User, m.Account, m.Partition, m.QOS, m.Name, m.Cluster, m.ArrayJobID, m.ArrayTaskID, m.Key,
 		cgroupVersion(j), m.Source)
 }

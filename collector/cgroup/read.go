@@ -93,12 +93,12 @@ func (jr *jobReader) malformed(dir, name string, err error) {
 	jr.s.Problem("malformed_file", &discovery.DirError{Path: filepath.Join(dir, name), Why: err.Error()})
 }
 
-func (jr *jobReader) emit(desc *prometheus.Desc, t prometheus.ValueType, v float64, extra ...string) {
-	jr.ch <- jr.series.Metric(desc, jr.d.extra[desc], t, v, extra...)
+func (jr *jobReader) emit(desc *collector.Desc, t prometheus.ValueType, v float64, extra ...string) {
+	jr.ch <- jr.series.Metric(desc, t, v, extra...)
 }
 
 // uintFile emits a file holding one number, divided by div (to base units).
-func (jr *jobReader) uintFile(dir, name string, desc *prometheus.Desc, t prometheus.ValueType, div float64, extra ...string) {
+func (jr *jobReader) uintFile(dir, name string, desc *collector.Desc, t prometheus.ValueType, div float64, extra ...string) {
 	b := jr.read(dir, name)
 	if b == nil {
 		return
@@ -125,7 +125,7 @@ func (jr *jobReader) readStatic(dir, name string) []byte {
 }
 
 // limitFile emits a limit unless it is unlimited; it returns the value.
-func (jr *jobReader) limitFile(dir, name string, desc *prometheus.Desc) (uint64, bool) {
+func (jr *jobReader) limitFile(dir, name string, desc *collector.Desc) (uint64, bool) {
 	b := jr.readStatic(dir, name)
 	if b == nil {
 		return 0, false
@@ -141,27 +141,57 @@ func (jr *jobReader) limitFile(dir, name string, desc *prometheus.Desc) (uint64,
 	return v, true
 }
 
-// flat parses a flat-keyed file; a malformed line is reported, the good
-// lines still count.
-// fn returns the key it emitted a series for ("" for none); keys must be
-// constants or canonical strings, which is what makes dedup cheap.
-func (jr *jobReader) flat(dir, name string, fn func(k []byte, v uint64) string) bool {
+// flatKey is what one key of a flat-keyed file becomes: a series of desc
+// (with label as its extra label value, if set), its value divided by div.
+type flatKey struct {
+	key   string
+	desc  func(d *cgroupDescs) *collector.Desc
+	label string
+	typ   prometheus.ValueType
+	div   float64
+}
+
+// flatTable is the exported keys of one flat-keyed file, indexed by raw key.
+type flatTable struct {
+	index map[string]int
+	keys  []flatKey
+}
+
+func newFlatTable(keys ...flatKey) *flatTable {
+	if len(keys) > 64 {
+		panic("flatTable: more keys than the de-dup mask holds")
+	}
+	t := &flatTable{index: make(map[string]int, len(keys)), keys: keys}
+	for i, k := range keys {
+		if _, dup := t.index[k.key]; dup {
+			panic("flatTable: repeated key " + k.key)
+		}
+		t.index[k.key] = i
+	}
+	return t
+}
+
+// flat parses a flat-keyed file and emits the keys of t. A malformed line
+// is reported, the good lines still count. A key repeated in the file
+// (garbage, or a broken filesystem) gives its first value only: de-dup is
+// on the raw key, so two lines can never become two series of one name.
+func (jr *jobReader) flat(dir, name string, t *flatTable) bool {
 	b := jr.read(dir, name)
 	if b == nil {
 		return false
 	}
-	var seen [40]string
-	n := 0
+	var seen uint64
 	err := cgroupfs.ParseFlatKeyed(b, func(k []byte, v uint64) {
-		// A garbage file may repeat a key; a repeated series would fail the scrape.
-		for _, s := range seen[:n] {
-			if s == string(k) {
-				return
-			}
+		i, ok := t.index[string(k)]
+		if !ok || seen&(1<<i) != 0 {
+			return
 		}
-		if e := fn(k, v); e != "" && n < len(seen) {
-			seen[n] = e
-			n++
+		seen |= 1 << i
+		fk := &t.keys[i]
+		if fk.label != "" {
+			jr.emit(fk.desc(jr.d), fk.typ, float64(v)/fk.div, fk.label)
+		} else {
+			jr.emit(fk.desc(jr.d), fk.typ, float64(v)/fk.div)
 		}
 	})
 	if err != nil {

@@ -6,20 +6,30 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jobscope/jobscope/cgroupfs"
+	"github.com/jobscope/jobscope/collector"
 )
 
 // memStatV1 maps v1's hierarchical memory.stat keys to the v2 names used
 // in labels (plain keys are 0 at the job level: tasks live in step dirs).
-var memStatV1 = map[string]string{
-	"total_rss": "anon", "total_cache": "file", "total_shmem": "shmem", "total_mapped_file": "file_mapped",
-	"total_dirty": "file_dirty", "total_writeback": "file_writeback", "total_rss_huge": "anon_thp",
-	"total_active_anon": "active_anon", "total_inactive_anon": "inactive_anon",
-	"total_active_file": "active_file", "total_inactive_file": "inactive_file", "total_unevictable": "unevictable",
-}
+var memStatV1 = newFlatTable(append(memStatKeys(
+	"total_rss", "anon", "total_cache", "file", "total_shmem", "shmem", "total_mapped_file", "file_mapped",
+	"total_dirty", "file_dirty", "total_writeback", "file_writeback", "total_rss_huge", "anon_thp",
+	"total_active_anon", "active_anon", "total_inactive_anon", "inactive_anon",
+	"total_active_file", "active_file", "total_inactive_file", "inactive_file", "total_unevictable", "unevictable"),
+	flatKey{"total_swap", func(d *cgroupDescs) *collector.Desc { return d.swapUsage }, "", prometheus.GaugeValue, 1})...)
 
 // cpuacctHZ is the unit of cpuacct.stat; Linux reports it as 100 on every
 // architecture Slurm runs on.
 const cpuacctHZ = 100
+
+var cpuacctStat = newFlatTable(
+	flatKey{"user", cpuModeDesc, "user", prometheus.CounterValue, cpuacctHZ},
+	flatKey{"system", cpuModeDesc, "system", prometheus.CounterValue, cpuacctHZ})
+
+var cpuStatV1 = newFlatTable(
+	flatKey{"nr_periods", cpuPeriodsDesc, "", prometheus.CounterValue, 1},
+	flatKey{"nr_throttled", cpuThrottledDesc, "", prometheus.CounterValue, 1},
+	flatKey{"throttled_time", cpuThrottledTimeDesc, "", prometheus.CounterValue, 1e9})
 
 // v1 reads the job-level directory of each v1 controller that has the job.
 func (jr *jobReader) v1(perCore bool) {
@@ -28,17 +38,7 @@ func (jr *jobReader) v1(perCore bool) {
 		jr.uintFile(mem, "memory.usage_in_bytes", jr.d.memUsage, prometheus.GaugeValue, 1)
 		jr.uintFile(mem, "memory.max_usage_in_bytes", jr.d.memPeak, prometheus.GaugeValue, 1)
 		limit, limited := jr.limitFile(mem, "memory.limit_in_bytes", jr.d.memLimit)
-		jr.flat(mem, "memory.stat", func(k []byte, v uint64) string {
-			if name, ok := memStatV1[string(k)]; ok {
-				jr.emit(jr.d.memStat, prometheus.GaugeValue, float64(v), name)
-				return name
-			}
-			if string(k) == "total_swap" {
-				jr.emit(jr.d.swapUsage, prometheus.GaugeValue, float64(v))
-				return "total_swap"
-			}
-			return ""
-		})
+		jr.flat(mem, "memory.stat", memStatV1)
 		if memsw, ok := jr.limitFile(mem, "memory.memsw.limit_in_bytes", nil); ok && limited &&
 			memsw != cgroupfs.Unlimited && limit != cgroupfs.Unlimited && memsw >= limit {
 			jr.emit(jr.d.swapLimit, prometheus.GaugeValue, float64(memsw-limit))
@@ -51,34 +51,13 @@ func (jr *jobReader) v1(perCore bool) {
 	}
 	if acct := jr.job.V1["cpuacct"]; acct != "" {
 		jr.uintFile(acct, "cpuacct.usage", jr.d.cpuUsage, prometheus.CounterValue, 1e9)
-		jr.flat(acct, "cpuacct.stat", func(k []byte, v uint64) string {
-			for _, mode := range [...]string{"user", "system"} {
-				if string(k) == mode {
-					jr.emit(jr.d.cpuMode, prometheus.CounterValue, float64(v)/cpuacctHZ, mode)
-					return mode
-				}
-			}
-			return ""
-		})
+		jr.flat(acct, "cpuacct.stat", cpuacctStat)
 		if perCore {
 			jr.perCore(acct, cpus)
 		}
 	}
 	if cpu := jr.job.V1["cpu"]; cpu != "" {
-		jr.flat(cpu, "cpu.stat", func(k []byte, v uint64) string {
-			switch string(k) {
-			case "nr_periods":
-				jr.emit(jr.d.cpuPeriods, prometheus.CounterValue, float64(v))
-				return "nr_periods"
-			case "nr_throttled":
-				jr.emit(jr.d.cpuThrottled, prometheus.CounterValue, float64(v))
-				return "nr_throttled"
-			case "throttled_time":
-				jr.emit(jr.d.cpuThrottledTime, prometheus.CounterValue, float64(v)/1e9)
-				return "throttled_time"
-			}
-			return ""
-		})
+		jr.flat(cpu, "cpu.stat", cpuStatV1)
 	}
 	if blk := jr.job.V1["blkio"]; blk != "" {
 		jr.blkio(blk, "blkio.throttle.io_service_bytes_recursive", jr.d.ioBytes)
@@ -117,7 +96,7 @@ func (jr *jobReader) perCore(dir string, cpus []int) {
 	}
 }
 
-func (jr *jobReader) blkio(dir, name string, desc *prometheus.Desc) {
+func (jr *jobReader) blkio(dir, name string, desc *collector.Desc) {
 	b := jr.read(dir, name)
 	if b == nil {
 		return
@@ -126,9 +105,14 @@ func (jr *jobReader) blkio(dir, name string, desc *prometheus.Desc) {
 	if err != nil {
 		jr.malformed(dir, name, err)
 	}
+	seen := make(map[string]bool, len(devs))
 	for _, dev := range sortedKeys(devs) {
 		rw := devs[dev]
 		n := jr.devices.name(dev)
+		if seen[n] {
+			continue // two numbers one name (a broken sysfs): one series, as on v2
+		}
+		seen[n] = true
 		jr.emit(desc, prometheus.CounterValue, float64(rw[0]), n, "read")
 		jr.emit(desc, prometheus.CounterValue, float64(rw[1]), n, "write")
 	}

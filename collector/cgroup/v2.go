@@ -4,23 +4,46 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jobscope/jobscope/cgroupfs"
+	"github.com/jobscope/jobscope/collector"
 )
 
-// memStatV2 are the memory.stat keys exported (key to itself, so a lookup
-// by bytes yields a string without allocating).
-var memStatV2 = identity("anon", "file", "kernel", "shmem", "file_mapped", "file_dirty", "file_writeback",
-	"anon_thp", "active_anon", "inactive_anon", "active_file", "inactive_file", "unevictable", "sock")
+// memStatV2 are the memory.stat keys exported, each as its own type.
+var memStatV2 = newFlatTable(memStatKeys(
+	"anon", "anon", "file", "file", "kernel", "kernel", "shmem", "shmem", "file_mapped", "file_mapped",
+	"file_dirty", "file_dirty", "file_writeback", "file_writeback", "anon_thp", "anon_thp",
+	"active_anon", "active_anon", "inactive_anon", "inactive_anon", "active_file", "active_file",
+	"inactive_file", "inactive_file", "unevictable", "unevictable", "sock", "sock")...)
 
 // memEventsV2 are memory.events' keys.
-var memEventsV2 = identity("low", "high", "max", "oom", "oom_kill", "oom_group_kill")
-
-func identity(keys ...string) map[string]string {
-	m := make(map[string]string, len(keys))
-	for _, k := range keys {
-		m[k] = k
+var memEventsV2 = func() *flatTable {
+	var keys []flatKey
+	for _, e := range []string{"low", "high", "max", "oom", "oom_kill", "oom_group_kill"} {
+		keys = append(keys, flatKey{e, func(d *cgroupDescs) *collector.Desc { return d.memEvents }, e, prometheus.CounterValue, 1})
 	}
-	return m
+	return newFlatTable(keys...)
+}()
+
+var cpuStatV2 = newFlatTable(
+	flatKey{"usage_usec", func(d *cgroupDescs) *collector.Desc { return d.cpuUsage }, "", prometheus.CounterValue, 1e6},
+	flatKey{"user_usec", cpuModeDesc, "user", prometheus.CounterValue, 1e6},
+	flatKey{"system_usec", cpuModeDesc, "system", prometheus.CounterValue, 1e6},
+	flatKey{"nr_periods", cpuPeriodsDesc, "", prometheus.CounterValue, 1},
+	flatKey{"nr_throttled", cpuThrottledDesc, "", prometheus.CounterValue, 1},
+	flatKey{"throttled_usec", cpuThrottledTimeDesc, "", prometheus.CounterValue, 1e6})
+
+// memStatKeys pairs raw memory.stat keys with their type label.
+func memStatKeys(pairs ...string) []flatKey {
+	keys := make([]flatKey, 0, len(pairs)/2)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		keys = append(keys, flatKey{pairs[i], func(d *cgroupDescs) *collector.Desc { return d.memStat }, pairs[i+1], prometheus.GaugeValue, 1})
+	}
+	return keys
 }
+
+func cpuModeDesc(d *cgroupDescs) *collector.Desc          { return d.cpuMode }
+func cpuPeriodsDesc(d *cgroupDescs) *collector.Desc       { return d.cpuPeriods }
+func cpuThrottledDesc(d *cgroupDescs) *collector.Desc     { return d.cpuThrottled }
+func cpuThrottledTimeDesc(d *cgroupDescs) *collector.Desc { return d.cpuThrottledTime }
 
 // v2 reads the job-level directory of a cgroup v2 job. Every counter there
 // is hierarchical, so steps coming and going never make it go backwards.
@@ -32,45 +55,11 @@ func (jr *jobReader) v2() {
 	}
 	jr.uintFile(dir, "memory.peak", jr.d.memPeak, prometheus.GaugeValue, 1)
 	jr.limitFile(dir, "memory.max", jr.d.memLimit)
-	jr.flat(dir, "memory.stat", func(k []byte, v uint64) string {
-		name, ok := memStatV2[string(k)]
-		if ok {
-			jr.emit(jr.d.memStat, prometheus.GaugeValue, float64(v), name)
-		}
-		return name
-	})
+	jr.flat(dir, "memory.stat", memStatV2)
 	jr.uintFile(dir, "memory.swap.current", jr.d.swapUsage, prometheus.GaugeValue, 1)
 	jr.limitFile(dir, "memory.swap.max", jr.d.swapLimit)
-	jr.flat(dir, "memory.events", func(k []byte, v uint64) string {
-		name, ok := memEventsV2[string(k)]
-		if ok {
-			jr.emit(jr.d.memEvents, prometheus.CounterValue, float64(v), name)
-		}
-		return name
-	})
-	jr.flat(dir, "cpu.stat", func(k []byte, v uint64) string {
-		switch string(k) {
-		case "usage_usec":
-			jr.emit(jr.d.cpuUsage, prometheus.CounterValue, float64(v)/1e6)
-			return "usage_usec"
-		case "user_usec":
-			jr.emit(jr.d.cpuMode, prometheus.CounterValue, float64(v)/1e6, "user")
-			return "user_usec"
-		case "system_usec":
-			jr.emit(jr.d.cpuMode, prometheus.CounterValue, float64(v)/1e6, "system")
-			return "system_usec"
-		case "nr_periods":
-			jr.emit(jr.d.cpuPeriods, prometheus.CounterValue, float64(v))
-			return "nr_periods"
-		case "nr_throttled":
-			jr.emit(jr.d.cpuThrottled, prometheus.CounterValue, float64(v))
-			return "nr_throttled"
-		case "throttled_usec":
-			jr.emit(jr.d.cpuThrottledTime, prometheus.CounterValue, float64(v)/1e6)
-			return "throttled_usec"
-		}
-		return ""
-	})
+	jr.flat(dir, "memory.events", memEventsV2)
+	jr.flat(dir, "cpu.stat", cpuStatV2)
 	if jr.cpuset(dir, "cpuset.cpus.effective") == nil && !jr.gone {
 		jr.cpuset(dir, "cpuset.cpus")
 	}

@@ -22,21 +22,20 @@ var slurmCommandCauses = []string{slurmcli.CauseTimeout, slurmcli.CauseExit, slu
 
 type slurmCommands struct {
 	cache                         *slurmcli.Cache
-	runs, errs, seconds, lastTime *prometheus.Desc
+	runs, errs, seconds, lastTime *collector.Desc
 }
 
 func newSlurmCommands(c *slurmcli.Cache) *slurmCommands {
 	return &slurmCommands{
 		cache: c,
-		runs: prometheus.NewDesc("jobscope_slurm_command_runs_total",
-			"Slurm commands jobscope ran since start, counted by its command runner (at most one per source per --slurm.poll-interval, whatever the number of scrapes).", []string{"command"}, nil),
-		errs: prometheus.NewDesc("jobscope_slurm_command_errors_total",
-			"Slurm command runs that failed, by cause: timeout (killed at --slurm.command-timeout), exit (non-zero status), start, parse (output not understood), too_large, canceled.",
-			[]string{"command", "cause"}, nil),
-		seconds: prometheus.NewDesc("jobscope_slurm_command_duration_seconds_total",
-			"Wall time spent running Slurm commands since start, measured by jobscope's command runner.", []string{"command"}, nil),
-		lastTime: prometheus.NewDesc("jobscope_slurm_command_last_duration_seconds",
-			"Wall time of the latest run of each Slurm command, measured by jobscope's command runner (runs happen once per poll interval, not per scrape).", []string{"command"}, nil),
+		runs: collector.NewDesc("jobscope_slurm_command_runs_total",
+			"Slurm commands jobscope ran since start, counted by its command runner (at most one per source per --slurm.poll-interval, whatever the number of scrapes).", "command"),
+		errs: collector.NewDesc("jobscope_slurm_command_errors_total",
+			"Slurm command runs that failed, by cause: timeout (killed at --slurm.command-timeout), exit (non-zero status), start, parse (output not understood), too_large, canceled.", "command", "cause"),
+		seconds: collector.NewDesc("jobscope_slurm_command_duration_seconds_total",
+			"Wall time spent running Slurm commands since start, measured by jobscope's command runner.", "command"),
+		lastTime: collector.NewDesc("jobscope_slurm_command_last_duration_seconds",
+			"Wall time of the latest run of each Slurm command, measured by jobscope's command runner (runs happen once per poll interval, not per scrape).", "command"),
 	}
 }
 
@@ -48,16 +47,16 @@ func (c *slurmCommands) Collect(s *collector.Scrape, ch chan<- prometheus.Metric
 	names, stats := c.cache.Runner().Stats().Snapshot()
 	for _, n := range names {
 		st := stats[n]
-		ch <- prometheus.MustNewConstMetric(c.runs, prometheus.CounterValue, st.Runs, n)
-		ch <- prometheus.MustNewConstMetric(c.seconds, prometheus.CounterValue, st.Seconds, n)
-		ch <- prometheus.MustNewConstMetric(c.lastTime, prometheus.GaugeValue, st.LastDuration.Seconds(), n)
+		ch <- c.runs.Counter(st.Runs, n)
+		ch <- c.seconds.Counter(st.Seconds, n)
+		ch <- c.lastTime.Gauge(st.LastDuration.Seconds(), n)
 		for _, cause := range slurmCommandCauses {
-			ch <- prometheus.MustNewConstMetric(c.errs, prometheus.CounterValue, st.Errors[cause], n, cause)
+			ch <- c.errs.Counter(st.Errors[cause], n, cause)
 		}
 	}
 	return nil
 }
 
-func (c *slurmCommands) descs() []*prometheus.Desc {
-	return []*prometheus.Desc{c.runs, c.errs, c.seconds, c.lastTime}
+func (c *slurmCommands) descs() []*collector.Desc {
+	return []*collector.Desc{c.runs, c.errs, c.seconds, c.lastTime}
 }

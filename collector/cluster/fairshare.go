@@ -21,13 +21,13 @@ type slurmFairshare struct {
 	cache  *slurmcli.Cache
 	status slurmSourceStatus
 
-	fairshare, levelFS, normShares, rawShares, rawUsage, effUsage *prometheus.Desc
+	fairshare, levelFS, normShares, rawShares, rawUsage, effUsage *collector.Desc
 }
 
 func newSlurmFairshare(c *slurmcli.Cache) *slurmFairshare {
 	const src = " From sshare -a -l, cached per --slurm.poll-interval; user is empty on account rows."
 	labels := []string{"account", "user"}
-	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help+src, labels, nil) }
+	d := func(name, help string) *collector.Desc { return collector.NewDesc(name, help+src, labels...) }
 	return &slurmFairshare{
 		cache:      c,
 		status:     newSlurmSourceStatus(),
@@ -59,7 +59,7 @@ func (c *slurmFairshare) Collect(s *collector.Scrape, ch chan<- prometheus.Metri
 		}
 		seen[k] = true
 		for _, m := range []struct {
-			d *prometheus.Desc
+			d *collector.Desc
 			v float64
 		}{
 			{c.fairshare, sh.FairShare}, {c.levelFS, sh.LevelFS}, {c.normShares, sh.NormShares},
@@ -68,12 +68,12 @@ func (c *slurmFairshare) Collect(s *collector.Scrape, ch chan<- prometheus.Metri
 			if math.IsNaN(m.v) {
 				continue // sshare left it empty
 			}
-			ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, m.v, k[0], k[1])
+			ch <- m.d.Gauge(m.v, k[0], k[1])
 		}
 	}
 	return err
 }
 
-func (c *slurmFairshare) descs() []*prometheus.Desc {
-	return []*prometheus.Desc{c.status.up, c.status.age, c.fairshare, c.levelFS, c.normShares, c.rawShares, c.rawUsage, c.effUsage}
+func (c *slurmFairshare) descs() []*collector.Desc {
+	return []*collector.Desc{c.status.up, c.status.age, c.fairshare, c.levelFS, c.normShares, c.rawShares, c.rawUsage, c.effUsage}
 }

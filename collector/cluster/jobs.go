@@ -18,15 +18,15 @@ func JobsFactory() collector.Factory {
 }
 
 // slurmJobGroupDescs are the four values kept per group of jobs.
-type slurmJobGroupDescs struct{ jobs, cpus, mem, gpus *prometheus.Desc }
+type slurmJobGroupDescs struct{ jobs, cpus, mem, gpus *collector.Desc }
 
 func newSlurmJobGroupDescs(prefix, what string, labels []string) slurmJobGroupDescs {
 	const cached = " From squeue, cached per --slurm.poll-interval; ended jobs squeue still lists are not counted."
 	return slurmJobGroupDescs{
-		jobs: prometheus.NewDesc(prefix, "Jobs in the Slurm queue by "+what+"; a pending job array counts each of its tasks."+cached, labels, nil),
-		cpus: prometheus.NewDesc(prefix+"_cpus", "CPUs of queued jobs by "+what+": allocated ones for jobs that have resources, requested ones for pending jobs."+cached, labels, nil),
-		mem:  prometheus.NewDesc(prefix+"_memory_bytes", "Memory of queued jobs by "+what+": allocated (TRES) for jobs that have resources, requested for pending jobs."+cached, labels, nil),
-		gpus: prometheus.NewDesc(prefix+"_gpus", "GPUs (gres/gpu) of queued jobs by "+what+": allocated for jobs that have resources, requested for pending jobs."+cached, labels, nil),
+		jobs: collector.NewDesc(prefix, "Jobs in the Slurm queue by "+what+"; a pending job array counts each of its tasks."+cached, labels...),
+		cpus: collector.NewDesc(prefix+"_cpus", "CPUs of queued jobs by "+what+": allocated ones for jobs that have resources, requested ones for pending jobs."+cached, labels...),
+		mem:  collector.NewDesc(prefix+"_memory_bytes", "Memory of queued jobs by "+what+": allocated (TRES) for jobs that have resources, requested for pending jobs."+cached, labels...),
+		gpus: collector.NewDesc(prefix+"_gpus", "GPUs (gres/gpu) of queued jobs by "+what+": allocated for jobs that have resources, requested for pending jobs."+cached, labels...),
 	}
 }
 
@@ -36,7 +36,7 @@ type slurmJobs struct {
 	byPart  slurmJobGroupDescs
 	byUser  slurmJobGroupDescs
 	byAcct  slurmJobGroupDescs
-	pending *prometheus.Desc
+	pending *collector.Desc
 }
 
 func newSlurmJobs(c *slurmcli.Cache) *slurmJobs {
@@ -46,9 +46,8 @@ func newSlurmJobs(c *slurmcli.Cache) *slurmJobs {
 		byPart: newSlurmJobGroupDescs("slurm_jobs", "partition and state", []string{"partition", "state"}),
 		byUser: newSlurmJobGroupDescs("slurm_user_jobs", "user and state", []string{"user", "state"}),
 		byAcct: newSlurmJobGroupDescs("slurm_account_jobs", "account and state", []string{"account", "state"}),
-		pending: prometheus.NewDesc("slurm_jobs_pending",
-			"Pending jobs by partition and the reason Slurm gives (Priority, Resources, BeginTime, JobHeldUser, ...); a pending job array counts each task. From squeue, cached per --slurm.poll-interval.",
-			[]string{"partition", "reason"}, nil),
+		pending: collector.NewDesc("slurm_jobs_pending",
+			"Pending jobs by partition and the reason Slurm gives (Priority, Resources, BeginTime, JobHeldUser, ...); a pending job array counts each task. From squeue, cached per --slurm.poll-interval.", "partition", "reason"),
 	}
 }
 
@@ -99,23 +98,23 @@ func (c *slurmJobs) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) er
 	emit := func(d slurmJobGroupDescs, m map[slurmLabelPair]*slurmJobSums) {
 		for k, sum := range m {
 			a, b := slurmLabel(k[0]), slurmLabel(k[1])
-			ch <- prometheus.MustNewConstMetric(d.jobs, prometheus.GaugeValue, sum.jobs, a, b)
-			ch <- prometheus.MustNewConstMetric(d.cpus, prometheus.GaugeValue, sum.cpus, a, b)
-			ch <- prometheus.MustNewConstMetric(d.mem, prometheus.GaugeValue, sum.mem, a, b)
-			ch <- prometheus.MustNewConstMetric(d.gpus, prometheus.GaugeValue, sum.gpus, a, b)
+			ch <- d.jobs.Gauge(sum.jobs, a, b)
+			ch <- d.cpus.Gauge(sum.cpus, a, b)
+			ch <- d.mem.Gauge(sum.mem, a, b)
+			ch <- d.gpus.Gauge(sum.gpus, a, b)
 		}
 	}
 	emit(c.byPart, byPart)
 	emit(c.byUser, byUser)
 	emit(c.byAcct, byAcct)
 	for k, n := range pending {
-		ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, n, slurmLabel(k[0]), slurmLabel(k[1]))
+		ch <- c.pending.Gauge(n, slurmLabel(k[0]), slurmLabel(k[1]))
 	}
 	return err
 }
 
-func (c *slurmJobs) descs() []*prometheus.Desc {
-	out := []*prometheus.Desc{c.status.up, c.status.age, c.pending}
+func (c *slurmJobs) descs() []*collector.Desc {
+	out := []*collector.Desc{c.status.up, c.status.age, c.pending}
 	for _, g := range []slurmJobGroupDescs{c.byPart, c.byUser, c.byAcct} {
 		out = append(out, g.jobs, g.cpus, g.mem, g.gpus)
 	}

@@ -20,19 +20,19 @@ type slurmNodes struct {
 	cache  *slurmcli.Cache
 	status slurmSourceStatus
 
-	nodes, partNodes                     *prometheus.Desc
-	cpus, partCPUs                       *prometheus.Desc
-	cpusCfg, partCPUsCfg                 *prometheus.Desc
-	memReal, memAlloc, memFree           *prometheus.Desc
-	partMemReal, partMemAlloc            *prometheus.Desc
-	gpus, gpusAlloc, partGPUs, partGAllo *prometheus.Desc
+	nodes, partNodes                     *collector.Desc
+	cpus, partCPUs                       *collector.Desc
+	cpusCfg, partCPUsCfg                 *collector.Desc
+	memReal, memAlloc, memFree           *collector.Desc
+	partMemReal, partMemAlloc            *collector.Desc
+	gpus, gpusAlloc, partGPUs, partGAllo *collector.Desc
 }
 
 func newSlurmNodes(c *slurmcli.Cache) *slurmNodes {
 	const src = " From sinfo --json (or scontrol show node -o), cached per --slurm.poll-interval."
 	const perPart = " A node in several partitions counts in each of them."
-	d := func(name, help string, labels ...string) *prometheus.Desc {
-		return prometheus.NewDesc(name, help+src, labels, nil)
+	d := func(name, help string, labels ...string) *collector.Desc {
+		return collector.NewDesc(name, help+src, labels...)
 	}
 	return &slurmNodes{
 		cache:  c,
@@ -116,11 +116,11 @@ func (c *slurmNodes) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) e
 			ps.add(n)
 		}
 	}
-	g := func(d *prometheus.Desc, v float64, lv ...string) {
+	g := func(d *collector.Desc, v float64, lv ...string) {
 		for i := range lv {
 			lv[i] = slurmLabel(lv[i])
 		}
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
+		ch <- d.Gauge(v, lv...)
 	}
 	for st, n := range all.byState {
 		g(c.nodes, n, st)
@@ -152,7 +152,7 @@ func (c *slurmNodes) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) e
 	return err
 }
 
-func (c *slurmNodes) descs() []*prometheus.Desc {
-	return []*prometheus.Desc{c.status.up, c.status.age, c.nodes, c.partNodes, c.cpus, c.partCPUs, c.cpusCfg, c.partCPUsCfg,
+func (c *slurmNodes) descs() []*collector.Desc {
+	return []*collector.Desc{c.status.up, c.status.age, c.nodes, c.partNodes, c.cpus, c.partCPUs, c.cpusCfg, c.partCPUsCfg,
 		c.memReal, c.memAlloc, c.memFree, c.partMemReal, c.partMemAlloc, c.gpus, c.gpusAlloc, c.partGPUs, c.partGAllo}
 }

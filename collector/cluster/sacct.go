@@ -19,7 +19,7 @@ func SacctFactory() collector.Factory {
 		Help: "Jobs ended since --slurm.sacct.since by final state, partition and account, from incremental sacct queries (cached)",
 		// Off by default in every mode: each poll queries slurmdbd.
 		DefaultIn: nil,
-		Descs:     func() []*prometheus.Desc { return newSlurmSacct(nil).descs() },
+		Descs:     func() []*collector.Desc { return newSlurmSacct(nil).descs() },
 		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
 			slurmFlags(fs)
 			since := fs.String("slurm.sacct.since", "24h",
@@ -48,21 +48,20 @@ func SacctFactory() collector.Factory {
 type slurmSacct struct {
 	cache  *slurmcli.Cache
 	status slurmSourceStatus
-	ended  *prometheus.Desc
+	ended  *collector.Desc
 }
 
 func newSlurmSacct(c *slurmcli.Cache) *slurmSacct {
 	return &slurmSacct{
 		cache:  c,
 		status: newSlurmSourceStatus(),
-		ended: prometheus.NewDesc("slurm_jobs_ended_total",
-			"Jobs that ended since --slurm.sacct.since (or jobscope's start), by final state (completed, failed, timeout, cancelled, out_of_memory, node_fail, preempted, ...), partition and account. From incremental sacct queries, one per --slurm.poll-interval.",
-			[]string{"partition", "account", "state"}, nil),
+		ended: collector.NewDesc("slurm_jobs_ended_total",
+			"Jobs that ended since --slurm.sacct.since (or jobscope's start), by final state (completed, failed, timeout, cancelled, out_of_memory, node_fail, preempted, ...), partition and account. From incremental sacct queries, one per --slurm.poll-interval.", "partition", "account", "state"),
 	}
 }
 
-func (c *slurmSacct) descs() []*prometheus.Desc {
-	return []*prometheus.Desc{c.status.up, c.status.age, c.ended}
+func (c *slurmSacct) descs() []*collector.Desc {
+	return []*collector.Desc{c.status.up, c.status.age, c.ended}
 }
 
 func (c *slurmSacct) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
@@ -75,7 +74,7 @@ func (c *slurmSacct) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) e
 		return fmt.Errorf("slurm sacct: snapshot holds %T", v)
 	}
 	for k, n := range counts {
-		ch <- prometheus.MustNewConstMetric(c.ended, prometheus.CounterValue, n,
+		ch <- c.ended.Counter(n,
 			slurmLabel(k.Partition), slurmLabel(k.Account), slurmLabel(k.State))
 	}
 	return err

@@ -20,7 +20,7 @@ func SchedulerFactory() collector.Factory {
 // times sdiag prints in microseconds).
 type slurmDiagMetric struct {
 	section, key string
-	desc         *prometheus.Desc
+	desc         *collector.Desc
 	typ          prometheus.ValueType
 	div          float64
 	event        string
@@ -31,20 +31,20 @@ type slurmScheduler struct {
 	status slurmSourceStatus
 	values []slurmDiagMetric
 
-	rpcCalls, rpcTime, userCalls, userTime, pending *prometheus.Desc
+	rpcCalls, rpcTime, userCalls, userTime, pending *collector.Desc
 }
 
 func newSlurmScheduler(c *slurmcli.Cache) *slurmScheduler {
 	const src = " From sdiag, cached per --slurm.poll-interval."
 	const reset = " Counts since the last statistics reset (slurmctld start, midnight UTC, or sdiag -r)."
-	g := func(name, help string, labels ...string) *prometheus.Desc {
-		return prometheus.NewDesc(name, help+src, labels, nil)
+	g := func(name, help string, labels ...string) *collector.Desc {
+		return collector.NewDesc(name, help+src, labels...)
 	}
 	jobs := g("slurm_scheduler_jobs_total", "Jobs submitted, started, completed, canceled and failed."+reset, "event")
 	mainCycles := g("slurm_scheduler_main_cycles_total", "Main scheduler cycles."+reset)
 	bfCycles := g("slurm_scheduler_backfill_cycles_total", "Backfill scheduler cycles."+reset)
 	us := 1e6
-	m := func(section, key string, d *prometheus.Desc, typ prometheus.ValueType, div float64, lv string) slurmDiagMetric {
+	m := func(section, key string, d *collector.Desc, typ prometheus.ValueType, div float64, lv string) slurmDiagMetric {
 		return slurmDiagMetric{section: section, key: key, desc: d, typ: typ, div: div, event: lv}
 	}
 	gauge, counter := prometheus.GaugeValue, prometheus.CounterValue
@@ -103,12 +103,12 @@ func (c *slurmScheduler) Collect(s *collector.Scrape, ch chan<- prometheus.Metri
 			continue // not printed by this Slurm version
 		}
 		if m.event != "" {
-			ch <- prometheus.MustNewConstMetric(m.desc, m.typ, x/m.div, m.event)
+			ch <- m.desc.Metric(m.typ, x/m.div, m.event)
 		} else {
-			ch <- prometheus.MustNewConstMetric(m.desc, m.typ, x/m.div)
+			ch <- m.desc.Metric(m.typ, x/m.div)
 		}
 	}
-	rpc := func(stats []slurmcli.RPCStat, calls, dur *prometheus.Desc) {
+	rpc := func(stats []slurmcli.RPCStat, calls, dur *collector.Desc) {
 		seen := map[string]bool{}
 		for _, st := range stats {
 			name := slurmLabel(st.Name)
@@ -116,9 +116,9 @@ func (c *slurmScheduler) Collect(s *collector.Scrape, ch chan<- prometheus.Metri
 				continue
 			}
 			seen[name] = true
-			ch <- prometheus.MustNewConstMetric(calls, prometheus.CounterValue, st.Count, name)
+			ch <- calls.Counter(st.Count, name)
 			if dur != nil {
-				ch <- prometheus.MustNewConstMetric(dur, prometheus.CounterValue, st.TotalMicros/1e6, name)
+				ch <- dur.Counter(st.TotalMicros/1e6, name)
 			}
 		}
 	}
@@ -129,14 +129,14 @@ func (c *slurmScheduler) Collect(s *collector.Scrape, ch chan<- prometheus.Metri
 		pend[slurmLabel(st.Name)] += st.Count
 	}
 	for name, n := range pend {
-		ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, n, name)
+		ch <- c.pending.Gauge(n, name)
 	}
 	return err
 }
 
-func (c *slurmScheduler) descs() []*prometheus.Desc {
-	out := []*prometheus.Desc{c.status.up, c.status.age, c.rpcCalls, c.rpcTime, c.userCalls, c.userTime, c.pending}
-	seen := map[*prometheus.Desc]bool{}
+func (c *slurmScheduler) descs() []*collector.Desc {
+	out := []*collector.Desc{c.status.up, c.status.age, c.rpcCalls, c.rpcTime, c.userCalls, c.userTime, c.pending}
+	seen := map[*collector.Desc]bool{}
 	for _, m := range c.values {
 		if !seen[m.desc] {
 			seen[m.desc] = true

@@ -113,7 +113,7 @@ func slurmFactory(name, help string, src slurmcli.Source, build func(c *slurmcli
 		Name:      name,
 		Help:      help,
 		DefaultIn: []collector.Mode{collector.ModeController},
-		Descs:     func() []*prometheus.Desc { return build(nil).descs() },
+		Descs:     func() []*collector.Desc { return build(nil).descs() },
 		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
 			slurmFlags(fs)
 			return func(env *collector.Env) (collector.Collector, error) {
@@ -134,23 +134,21 @@ func slurmFactory(name, help string, src slurmcli.Source, build func(c *slurmcli
 // without a cache (for docs/metrics.md).
 type slurmCollector interface {
 	collector.Collector
-	descs() []*prometheus.Desc
+	descs() []*collector.Desc
 }
 
 // slurmSourceStatus emits a source's up and age metrics, shared by the cluster
 // collectors (each emits them for its own source).
 type slurmSourceStatus struct {
-	up, age *prometheus.Desc
+	up, age *collector.Desc
 }
 
 func newSlurmSourceStatus() slurmSourceStatus {
 	return slurmSourceStatus{
-		up: prometheus.NewDesc("jobscope_slurm_up",
-			"1 if the latest run of the Slurm command behind this source succeeded and parsed, else 0: it failed, or was still running when the scrape had to answer (the cluster values then come from an older snapshot, see jobscope_slurm_snapshot_age_seconds).",
-			[]string{"source"}, nil),
-		age: prometheus.NewDesc("jobscope_slurm_snapshot_age_seconds",
-			"Age of the cached Slurm data served for this source: time since its command last succeeded. Grows while the command fails.",
-			[]string{"source"}, nil),
+		up: collector.NewDesc("jobscope_slurm_up",
+			"1 if the latest run of the Slurm command behind this source succeeded and parsed, else 0: it failed, or was still running when the scrape had to answer (the cluster values then come from an older snapshot, see jobscope_slurm_snapshot_age_seconds).", "source"),
+		age: collector.NewDesc("jobscope_slurm_snapshot_age_seconds",
+			"Age of the cached Slurm data served for this source: time since its command last succeeded. Grows while the command fails.", "source"),
 	}
 }
 
@@ -164,9 +162,9 @@ func (st slurmSourceStatus) read(s *collector.Scrape, c *slurmcli.Cache, src slu
 	if snap.Results[src].Fresh() {
 		up = 1
 	}
-	ch <- prometheus.MustNewConstMetric(st.up, prometheus.GaugeValue, up, string(src))
+	ch <- st.up.Gauge(up, string(src))
 	if _, has := snap.Age(src); has {
-		ch <- prometheus.MustNewConstMetric(st.age, prometheus.GaugeValue, age.Seconds(), string(src))
+		ch <- st.age.Gauge(age.Seconds(), string(src))
 	}
 	if err != nil {
 		err = fmt.Errorf("slurm %s: %w", src, err)

@@ -32,7 +32,7 @@ func Factory() collector.Factory {
 		Help:      "Per-job CPU time per core, IO and network counters from CO-RE eBPF programs (needs root and kernel BTF)",
 		DefaultIn: []collector.Mode{collector.ModeNode},
 		NeedsJobs: true,
-		Descs:     func() []*prometheus.Desc { return collector.DescsOf(newEBPFDescs()) },
+		Descs:     func() []*collector.Desc { return collector.DescsOf(newEBPFDescs()) },
 		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
 			o := &EBPFOptions{}
 			fs.StringVar(&o.PinPath, "bpf.pin-path", "/sys/fs/bpf/jobscope", "bpffs directory the ebpf collector pins its maps in, so a restart carries the counters on (\"\" pins nothing). bpffs is mounted at /sys/fs/bpf if nothing is mounted there.")
@@ -53,6 +53,7 @@ type ebpfCollector struct {
 	// in a hierarchy the programs key by, or it vanished).
 	keyOf func(j *discovery.Job) (bpf.Key, bool)
 	d     ebpfDescs
+	pairs *collector.PairCache
 }
 
 // NewEBPFCollector loads and attaches the programs. Any failure (no root, no
@@ -138,7 +139,7 @@ func dirKeys(v1 string, hier uint32) func(j *discovery.Job) (bpf.Key, bool) {
 }
 
 func newEBPFCollector(r bpf.Reader, keyOf func(*discovery.Job) (bpf.Key, bool)) *ebpfCollector {
-	return &ebpfCollector{reader: r, keyOf: keyOf, d: newEBPFDescs()}
+	return &ebpfCollector{reader: r, keyOf: keyOf, d: newEBPFDescs(), pairs: collector.NewPairCache()}
 }
 
 // Close detaches the programs (pinned maps stay for the next run).
@@ -163,17 +164,14 @@ func (c *ebpfCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric
 		if cnt == nil {
 			continue // nothing ran in the job since the programs were attached
 		}
-		c.emitJob(ch, j.Labels(), cnt, snap.Self.Network, jobCPUs(j))
+		c.emitJob(ch, c.pairs.Job(j), cnt, snap.Self.Network, jobCPUs(j))
 	}
 	c.emitSelf(ch, &snap.Self)
 	return nil
 }
 
-func (c *ebpfCollector) emitJob(ch chan<- prometheus.Metric, l []string, cnt *bpf.Counters, network bool, allocated []int) {
-	with := func(extra string) []string { return append(append(make([]string, 0, len(l)+1), l...), extra) }
-	counter := func(d *prometheus.Desc, v float64, extra string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, with(extra)...)
-	}
+func (c *ebpfCollector) emitJob(ch chan<- prometheus.Metric, series *collector.JobSeries, cnt *bpf.Counters, network bool, allocated []int) {
+	counter := func(d *collector.Desc, v float64, extra string) { ch <- series.Counter(d, v, extra) }
 	// The job's allocated cores (an idle one shows as 0, which is the
 	// point of per-core series) and any other core it ran on.
 	for cpu, ns := range cnt.CPUNs {
@@ -196,12 +194,8 @@ func (c *ebpfCollector) emitJob(ch chan<- prometheus.Metric, l []string, cnt *bp
 }
 
 func (c *ebpfCollector) emitSelf(ch chan<- prometheus.Metric, s *bpf.Self) {
-	gauge := func(d *prometheus.Desc, v float64, lv ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
-	}
-	counter := func(d *prometheus.Desc, v float64, lv ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, lv...)
-	}
+	gauge := func(d *collector.Desc, v float64, lv ...string) { ch <- d.Gauge(v, lv...) }
+	counter := func(d *collector.Desc, v float64, lv ...string) { ch <- d.Counter(v, lv...) }
 	gauge(c.d.attached, float64(s.Attached))
 	gauge(c.d.entries, float64(s.Entries), "job_counters")
 	gauge(c.d.maxEntries, float64(s.Capacity), "job_counters")

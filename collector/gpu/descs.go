@@ -3,7 +3,7 @@ package gpu
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/jobscope/jobscope/collector/discovery"
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/gpu"
 )
 
@@ -55,15 +55,15 @@ var gpuFieldSpecs = []gpuFieldSpec{
 
 // gpuDescs holds the GPU collector's descriptors, built once.
 type gpuDescs struct {
-	job, node         map[string]*prometheus.Desc // by spec name
-	jobInfo, nodeInfo *prometheus.Desc
-	jobXid, nodeXid   *prometheus.Desc
+	job, node         map[string]*collector.Desc // by spec name
+	jobInfo, nodeInfo *collector.Desc
+	jobXid, nodeXid   *collector.Desc
 	order             []string
 }
 
 func newGPUDescs() gpuDescs {
-	d := gpuDescs{job: map[string]*prometheus.Desc{}, node: map[string]*prometheus.Desc{}}
-	jobLabels := append(append([]string{}, discovery.JobLabelNames...), gpuDeviceLabels...)
+	d := gpuDescs{job: map[string]*collector.Desc{}, node: map[string]*collector.Desc{}}
+	dev := func(extra ...string) []string { return append(append([]string{}, gpuDeviceLabels...), extra...) }
 	for _, s := range gpuFieldSpecs {
 		if _, done := d.job[s.name]; done {
 			continue
@@ -72,28 +72,28 @@ func newGPUDescs() gpuDescs {
 		if s.label != "" {
 			extra = []string{s.label}
 		}
-		d.job[s.name] = prometheus.NewDesc("slurm_job_gpu_"+s.name, s.help+".", append(append([]string{}, jobLabels...), extra...), nil)
-		d.node[s.name] = prometheus.NewDesc("jobscope_gpu_"+s.name, s.help+"; only GPUs that belong to no job.", append(append([]string{}, gpuDeviceLabels...), extra...), nil)
+		d.job[s.name] = collector.NewJobDesc("slurm_job_gpu_"+s.name, s.help+".", dev(extra...)...)
+		d.node[s.name] = collector.NewDesc("jobscope_gpu_"+s.name, s.help+"; only GPUs that belong to no job.", dev(extra...)...)
 		d.order = append(d.order, s.name)
 	}
-	d.jobInfo = prometheus.NewDesc("slurm_job_gpu_info",
+	d.jobInfo = collector.NewJobDesc("slurm_job_gpu_info",
 		"A GPU or MIG instance the job holds, whether or not it runs anything on it; method says which mapping found it first (mapping_dir, devices_cgroup, environ, process). Always 1.",
-		append(append([]string{}, jobLabels...), "method"), nil)
-	d.nodeInfo = prometheus.NewDesc("jobscope_gpu_info",
+		dev("method")...)
+	d.nodeInfo = collector.NewDesc("jobscope_gpu_info",
 		"Every GPU and MIG instance the GPU backend sees on this node; backend is nvml, dcgm or fake. Always 1.",
-		append(append([]string{}, gpuDeviceLabels...), "backend"), nil)
-	d.jobXid = prometheus.NewDesc("slurm_job_gpu_xid_errors_total",
+		dev("backend")...)
+	d.jobXid = collector.NewJobDesc("slurm_job_gpu_xid_errors_total",
 		"Xid errors the driver reported on the job's GPU, counted by jobscope from NVML events since the job was first seen with an Xid (attributed at the scrape after the event).",
-		append(append([]string{}, jobLabels...), "xid"), nil)
-	d.nodeXid = prometheus.NewDesc("jobscope_gpu_xid_errors_total",
+		dev("xid")...)
+	d.nodeXid = collector.NewDesc("jobscope_gpu_xid_errors_total",
 		"Xid errors the driver reported on GPUs that belonged to no job at the scrape after the event, counted by jobscope from NVML events since it started.",
-		append(append([]string{}, gpuDeviceLabels...), "xid"), nil)
+		dev("xid")...)
 	return d
 }
 
 // all lists every descriptor (for docs/metrics.md).
-func (d gpuDescs) all() []*prometheus.Desc {
-	out := []*prometheus.Desc{d.jobInfo, d.nodeInfo, d.jobXid, d.nodeXid}
+func (d gpuDescs) all() []*collector.Desc {
+	out := []*collector.Desc{d.jobInfo, d.nodeInfo, d.jobXid, d.nodeXid}
 	for _, n := range d.order {
 		out = append(out, d.job[n], d.node[n])
 	}

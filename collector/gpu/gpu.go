@@ -29,7 +29,7 @@ func Factory() collector.Factory {
 		Help:      "NVIDIA GPUs and MIG instances per job (NVML or DCGM), and GPUs no job holds",
 		DefaultIn: []collector.Mode{collector.ModeNode},
 		NeedsJobs: true,
-		Descs:     func() []*prometheus.Desc { return newGPUDescs().all() },
+		Descs:     func() []*collector.Desc { return newGPUDescs().all() },
 		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
 			o := GPUOptions{}
 			fs.StringVar(&o.Backend, "gpu.backend", "auto", "GPU backend: auto (DCGM when built in and reachable, else NVML), nvml, dcgm, fake (a JSON fixture, for demos) or none.")
@@ -58,6 +58,7 @@ type gpuCollector struct {
 	openErr error // why there is no backend (no driver: each scrape says no data)
 	mapper  *gpu.Mapper
 	d       gpuDescs
+	pairs   *collector.PairCache
 	energy  *gpuEnergy // shared with the power collector
 
 	mu      sync.Mutex
@@ -72,7 +73,7 @@ type xidKey struct {
 
 type xidCount struct {
 	n      float64
-	labels []string // job and device labels when last seen
+	labels []string // device labels when last seen
 }
 
 // NewGPUCollector opens (or shares) the GPU backend. A node without a
@@ -94,6 +95,7 @@ func NewGPUCollector(env *collector.Env, o GPUOptions) (collector.Collector, err
 	c := &gpuCollector{
 		mapper:  &gpu.Mapper{MappingDir: o.MappingDir, ProcFS: procfs, JobOfCgroupPath: discovery.JobIDFromCgroupPath},
 		d:       newGPUDescs(),
+		pairs:   collector.NewPairCache(),
 		xidJob:  map[xidKey]*xidCount{},
 		xidNode: map[xidKey]float64{},
 		energy:  &gpuEnergy{},
@@ -156,14 +158,16 @@ func (c *gpuCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric)
 		d := &snap.Devices[i]
 		byUUID[d.UUID] = d
 		dl := deviceLabelValues(d)
-		ch <- prometheus.MustNewConstMetric(c.d.nodeInfo, prometheus.GaugeValue, 1, append(dl, c.backend.Name())...)
+		ch <- c.d.nodeInfo.Gauge(1, append(dl, c.backend.Name())...)
 		a, held := assign[d.UUID]
 		if j := byID[a.JobID]; held && j != nil {
-			labels := append(j.Labels(), dl...)
-			ch <- prometheus.MustNewConstMetric(c.d.jobInfo, prometheus.GaugeValue, 1, append(labels, string(a.Method))...)
-			c.emitFields(ch, c.d.job, d, labels)
+			series := c.pairs.Job(j)
+			ch <- series.Gauge(c.d.jobInfo, 1, append(dl, string(a.Method))...)
+			c.emitFields(ch, c.d.job, d, series.Metric)
 		} else {
-			c.emitFields(ch, c.d.node, d, dl)
+			c.emitFields(ch, c.d.node, d, func(desc *collector.Desc, t prometheus.ValueType, v float64, lv ...string) prometheus.Metric {
+				return desc.Metric(t, v, lv...)
+			})
 		}
 	}
 	c.energy.update(snap.Devices, func(uuid string) string {
@@ -176,17 +180,21 @@ func (c *gpuCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric)
 	return nil
 }
 
-func (c *gpuCollector) emitFields(ch chan<- prometheus.Metric, descs map[string]*prometheus.Desc, d *gpu.Device, labels []string) {
+// emitFields emits a device's values through metric, which adds the job
+// labels (a job's GPU) or not (a GPU no job holds).
+func (c *gpuCollector) emitFields(ch chan<- prometheus.Metric, descs map[string]*collector.Desc, d *gpu.Device,
+	metric func(desc *collector.Desc, t prometheus.ValueType, v float64, lv ...string) prometheus.Metric) {
+	dl := deviceLabelValues(d)
 	for _, spec := range gpuFieldSpecs {
 		v, ok := d.Values[spec.field]
 		if !ok {
 			continue
 		}
-		lv := labels
+		lv := dl
 		if spec.label != "" {
-			lv = append(append(make([]string, 0, len(labels)+1), labels...), spec.value)
+			lv = append(append(make([]string, 0, len(dl)+1), dl...), spec.value)
 		}
-		ch <- prometheus.MustNewConstMetric(descs[spec.name], spec.typ, v, lv...)
+		ch <- metric(descs[spec.name], spec.typ, v, lv...)
 	}
 }
 
@@ -227,7 +235,7 @@ func (c *gpuCollector) collectXid(ch chan<- prometheus.Metric, events []gpu.XidE
 				c.xidJob[k] = xc
 			}
 			xc.n++
-			xc.labels = append(j.Labels(), deviceLabelValues(d)...)
+			xc.labels = deviceLabelValues(d)
 		} else {
 			c.xidNode[xidKey{uuid: d.UUID, xid: ev.Xid}]++
 		}
@@ -237,13 +245,13 @@ func (c *gpuCollector) collectXid(ch chan<- prometheus.Metric, events []gpu.XidE
 			delete(c.xidJob, k)
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(c.d.jobXid, prometheus.CounterValue, xc.n, append(xc.labels, strconv.FormatUint(k.xid, 10))...)
+		ch <- c.pairs.Job(byID[k.job]).Counter(c.d.jobXid, xc.n, append(xc.labels, strconv.FormatUint(k.xid, 10))...)
 	}
 	for k, n := range c.xidNode {
 		d := byUUID[k.uuid]
 		if d == nil {
 			continue // the device is gone; its count comes back if it does
 		}
-		ch <- prometheus.MustNewConstMetric(c.d.nodeXid, prometheus.CounterValue, n, append(deviceLabelValues(d), strconv.FormatUint(k.xid, 10))...)
+		ch <- c.d.nodeXid.Counter(n, append(deviceLabelValues(d), strconv.FormatUint(k.xid, 10))...)
 	}
 }

@@ -242,9 +242,7 @@ func TestGPUDescsCoverOutput(t *testing.T) {
 	exp, _ := gpuFixture(t, "node-v2", open)
 	described := map[string]bool{}
 	for _, d := range Factory().Descs() {
-		s := d.String()
-		i := strings.Index(s, `fqName: "`) + len(`fqName: "`)
-		described[s[i:i+strings.Index(s[i:], `"`)]] = true
+		described[d.Name] = true
 	}
 	mfs, err := collectortest.Gatherer(exp).Gather()
 	if err != nil {

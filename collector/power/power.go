@@ -31,7 +31,7 @@ func Factory() collector.Factory {
 		Help:      "Node power from RAPL and IPMI DCMI, per-job energy split by CPU time and memory, GPU energy per job, grid emission factors",
 		DefaultIn: []collector.Mode{collector.ModeNode},
 		NeedsJobs: true,
-		Descs:     func() []*prometheus.Desc { return collector.DescsOf(newPowerDescs()) },
+		Descs:     func() []*collector.Desc { return collector.DescsOf(newPowerDescs()) },
 		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
 			o := &PowerOptions{}
 			fs.BoolVar(&o.RAPL, "power.rapl", true, "Read RAPL energy counters from powercap sysfs.")
@@ -89,6 +89,7 @@ type powerCollector struct {
 	stop      chan struct{} // ends keepRAPL
 	closeOnce sync.Once
 	d         powerDescs
+	pairs     *collector.PairCache
 	rapl      *power.RAPL
 	zones     []power.Zone
 	ipmi      *power.Poller[power.DCMIReading]
@@ -123,7 +124,7 @@ func NewPowerCollector(env *collector.Env, o PowerOptions) (collector.Collector,
 	if env != nil && env.ProcFS != "" {
 		procfs = env.ProcFS
 	}
-	c := &powerCollector{env: env, opts: o, d: newPowerDescs(), ledger: power.NewLedger(policy), usage: newCgroupUsage()}
+	c := &powerCollector{env: env, opts: o, d: newPowerDescs(), pairs: collector.NewPairCache(), ledger: power.NewLedger(policy), usage: newCgroupUsage()}
 	if o.RAPL {
 		c.rapl = power.NewRAPL(sysfs)
 		c.zones, _ = c.rapl.Zones() // none: no RAPL series, checked per scrape
@@ -321,10 +322,10 @@ func (c *powerCollector) readRAPL(s *collector.Scrape, ch chan<- prometheus.Metr
 				continue
 			}
 			psys = true
-			ch <- prometheus.MustNewConstMetric(c.d.psys, prometheus.CounterValue, z.Joules)
+			ch <- c.d.psys.Counter(z.Joules)
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(c.d.rapl[z.Domain], prometheus.CounterValue, z.Joules, z.Socket)
+		ch <- c.d.rapl[z.Domain].Counter(z.Joules, z.Socket)
 	}
 	r.hasCPUZones = want[power.DomainPackage] > 0
 	r.hasDRAM = want[power.DomainDRAM] > 0
@@ -338,9 +339,9 @@ func (c *powerCollector) emitDCMI(ch chan<- prometheus.Metric, d power.DCMIReadi
 		stat string
 		w    float64
 	}{{"current", d.Current}, {"minimum", d.Minimum}, {"maximum", d.Maximum}, {"average", d.Average}} {
-		ch <- prometheus.MustNewConstMetric(c.d.ipmi, prometheus.GaugeValue, v.w, v.stat)
+		ch <- c.d.ipmi.Gauge(v.w, v.stat)
 	}
-	ch <- prometheus.MustNewConstMetric(c.d.ipmiAge, prometheus.GaugeValue, age.Seconds())
+	ch <- c.d.ipmiAge.Gauge(age.Seconds())
 }
 
 // emissions emits every configured factor and returns the one used for
@@ -349,11 +350,11 @@ func (c *powerCollector) emissions(s *collector.Scrape, ch chan<- prometheus.Met
 	var use float64
 	var ok bool
 	if c.owid != nil {
-		ch <- prometheus.MustNewConstMetric(c.d.factor, prometheus.GaugeValue, c.owid.GramsPerKWh, "owid")
+		ch <- c.d.factor.Gauge(c.owid.GramsPerKWh, "owid")
 		use, ok = c.owid.GramsPerKWh, true
 	}
 	if c.opts.Factor > 0 {
-		ch <- prometheus.MustNewConstMetric(c.d.factor, prometheus.GaugeValue, c.opts.Factor, "static")
+		ch <- c.d.factor.Gauge(c.opts.Factor, "static")
 		use, ok = c.opts.Factor, true
 	}
 	if c.live != nil {
@@ -364,7 +365,7 @@ func (c *powerCollector) emissions(s *collector.Scrape, ch chan<- prometheus.Met
 			s.Problem("emissions_provider", err)
 		}
 		if has && c.opts.Now().Sub(at) <= 3*c.opts.Refresh+c.opts.Timeout {
-			ch <- prometheus.MustNewConstMetric(c.d.factor, prometheus.GaugeValue, f.GramsPerKWh, c.opts.Provider)
+			ch <- c.d.factor.Gauge(f.GramsPerKWh, c.opts.Provider)
 			use, ok = f.GramsPerKWh, true
 		}
 	}

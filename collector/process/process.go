@@ -52,7 +52,7 @@ func Factory() collector.Factory {
 		Help:      "Per-job processes, threads, open files, context switches and CPU per executable from procfs",
 		DefaultIn: []collector.Mode{collector.ModeNode},
 		NeedsJobs: true,
-		Descs:     func() []*prometheus.Desc { return collector.DescsOf(newProcDescs()) },
+		Descs:     func() []*collector.Desc { return collector.DescsOf(newProcDescs()) },
 		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
 			o := &ProcessOptions{}
 			fs.StringSliceVar(&o.Mounts, "collector.process.fs", nil,
@@ -74,6 +74,7 @@ type processCollector struct {
 	reader procReader
 
 	d      procDescs
+	pairs  *collector.PairCache
 	mu     sync.Mutex // one scrape at a time updates the accounting
 	gen    uint64
 	jobs   map[string]*procJobAcct
@@ -120,43 +121,33 @@ func NewProcessCollector(env *collector.Env, o ProcessOptions) (collector.Collec
 		reader: procReader{fs: pfs, root: root, mounts: mounts, threads: o.Threads},
 		jobs:   map[string]*procJobAcct{},
 		d:      newProcDescs(),
+		pairs:  collector.NewPairCache(),
 	}, nil
 }
 
 // procDescs are the process collector's metrics.
 type procDescs struct {
-	processes, threads, fds, files, ctxsw, cpu, storageIO, syscallIO *prometheus.Desc
+	processes, threads, fds, files, ctxsw, cpu, storageIO, syscallIO *collector.Desc
 }
 
 func newProcDescs() procDescs {
-	lbl := func(extra ...string) []string {
-		return append(append([]string{}, discovery.JobLabelNames...), extra...)
-	}
 	return procDescs{
-		processes: prometheus.NewDesc("slurm_job_processes",
-			"Processes in the job's cgroups (cgroup.procs) by state, from /proc/<pid>/stat (a process's state is its main thread's); kernel threads left out. cgroup v2 does not list zombie processes, so state=\"zombie\" counts zombie main threads whose other threads live on; state=\"other\" appears only when non-zero.",
-			lbl("state"), nil),
-		threads: prometheus.NewDesc("slurm_job_threads",
-			"Threads of the job's processes by state, from /proc/<pid>/task/<tid>/stat with --collector.process.threads; without it one series, state=\"all\", from the thread counts of /proc/<pid>/stat. state=\"other\" appears only when non-zero.",
-			lbl("state"), nil),
-		fds: prometheus.NewDesc("slurm_job_open_fds",
-			"Open file descriptors of the job's processes (files, sockets, pipes), from /proc/<pid>/fd.",
-			lbl(), nil),
-		files: prometheus.NewDesc("slurm_job_open_files",
-			"Open file descriptors of the job's processes whose path (as /proc/<pid>/fd shows it, in the process's mount namespace) lies under a mount point of --collector.process.fs.",
-			lbl("mount"), nil),
-		ctxsw: prometheus.NewDesc("slurm_job_context_switches_total",
-			"Context switches of the job's threads, from /proc/<pid>/task/<tid>/status (only with --collector.process.threads); switches a thread made after the last scrape that saw it are missed.",
-			lbl("type"), nil),
-		cpu: prometheus.NewDesc("slurm_job_process_cpu_seconds_total",
-			"User and system CPU time of the job's processes by executable (/proc/<pid>/exe, /proc/<pid>/stat). The top --collector.process.top-n executables by CPU get their own series; exe=\"other\" holds the rest, including an executable's time while it was outside the top N (an executable that enters or leaves the top N starts or stops its series there, and no series ever decreases); exe=\"unknown\" where /proc/<pid>/exe could not be read. CPU a process used after the last scrape that saw it is missed; the cgroup's CPU total is exact.",
-			lbl("exe"), nil),
-		storageIO: prometheus.NewDesc("slurm_job_process_storage_io_bytes_total",
-			"Storage IO of the job's processes from /proc/<pid>/io: read_bytes, and write_bytes (pages dirtied, which can exceed what reached the disk). Includes children a job process reaped; misses what an exited process did after the last scrape that saw it unless a job process reaped it. Only while the ebpf collector is not loaded (--collector.process.io).",
-			lbl("direction"), nil),
-		syscallIO: prometheus.NewDesc("slurm_job_process_syscall_io_bytes_total",
-			"Bytes the job's processes passed through read- and write-type syscalls (files, pipes, sockets: rchar and wchar of /proc/<pid>/io). Includes children a job process reaped; misses what an exited process did after the last scrape that saw it unless a job process reaped it. Only while the ebpf collector is not loaded (--collector.process.io).",
-			lbl("direction"), nil),
+		processes: collector.NewJobDesc("slurm_job_processes",
+			"Processes in the job's cgroups (cgroup.procs) by state, from /proc/<pid>/stat (a process's state is its main thread's); kernel threads left out. cgroup v2 does not list zombie processes, so state=\"zombie\" counts zombie main threads whose other threads live on; state=\"other\" appears only when non-zero.", "state"),
+		threads: collector.NewJobDesc("slurm_job_threads",
+			"Threads of the job's processes by state, from /proc/<pid>/task/<tid>/stat with --collector.process.threads; without it one series, state=\"all\", from the thread counts of /proc/<pid>/stat. state=\"other\" appears only when non-zero.", "state"),
+		fds: collector.NewJobDesc("slurm_job_open_fds",
+			"Open file descriptors of the job's processes (files, sockets, pipes), from /proc/<pid>/fd."),
+		files: collector.NewJobDesc("slurm_job_open_files",
+			"Open file descriptors of the job's processes whose path (as /proc/<pid>/fd shows it, in the process's mount namespace) lies under a mount point of --collector.process.fs.", "mount"),
+		ctxsw: collector.NewJobDesc("slurm_job_context_switches_total",
+			"Context switches of the job's threads, from /proc/<pid>/task/<tid>/status (only with --collector.process.threads); switches a thread made after the last scrape that saw it are missed.", "type"),
+		cpu: collector.NewJobDesc("slurm_job_process_cpu_seconds_total",
+			"User and system CPU time of the job's processes by executable (/proc/<pid>/exe, /proc/<pid>/stat). The top --collector.process.top-n executables by CPU get their own series; exe=\"other\" holds the rest, including an executable's time while it was outside the top N (an executable that enters or leaves the top N starts or stops its series there, and no series ever decreases); exe=\"unknown\" where /proc/<pid>/exe could not be read. CPU a process used after the last scrape that saw it is missed; the cgroup's CPU total is exact.", "exe"),
+		storageIO: collector.NewJobDesc("slurm_job_process_storage_io_bytes_total",
+			"Storage IO of the job's processes from /proc/<pid>/io: read_bytes, and write_bytes (pages dirtied, which can exceed what reached the disk). Includes children a job process reaped; misses what an exited process did after the last scrape that saw it unless a job process reaped it. Only while the ebpf collector is not loaded (--collector.process.io).", "direction"),
+		syscallIO: collector.NewJobDesc("slurm_job_process_syscall_io_bytes_total",
+			"Bytes the job's processes passed through read- and write-type syscalls (files, pipes, sockets: rchar and wchar of /proc/<pid>/io). Includes children a job process reaped; misses what an exited process did after the last scrape that saw it unless a job process reaped it. Only while the ebpf collector is not loaded (--collector.process.io).", "direction"),
 	}
 }
 
@@ -206,7 +197,7 @@ func (c *processCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Met
 		seen[a] = true
 		a.unseen = 0
 		a.update(&samples[i], c.gen, c.opts.TopN)
-		c.emit(ch, j.Labels(), a, &samples[i], withIO)
+		c.emit(ch, c.pairs.Job(j), a, &samples[i], withIO)
 	}
 	if err == nil {
 		for k, a := range c.jobs {
@@ -272,13 +263,9 @@ func (c *processCollector) readJobs(s *collector.Scrape, jobs []*discovery.Job, 
 	return samples, ri, read
 }
 
-func (c *processCollector) emit(ch chan<- prometheus.Metric, labels []string, a *procJobAcct, js *procJobSample, withIO bool) {
-	gauge := func(d *prometheus.Desc, v float64, extra ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append(labels, extra...)...)
-	}
-	counter := func(d *prometheus.Desc, v float64, extra ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, append(labels, extra...)...)
-	}
+func (c *processCollector) emit(ch chan<- prometheus.Metric, series *collector.JobSeries, a *procJobAcct, js *procJobSample, withIO bool) {
+	gauge := func(d *collector.Desc, v float64, extra ...string) { ch <- series.Gauge(d, v, extra...) }
+	counter := func(d *collector.Desc, v float64, extra ...string) { ch <- series.Counter(d, v, extra...) }
 	for i, n := range js.processes {
 		if i != procStateOther || n > 0 {
 			gauge(c.d.processes, float64(n), procStates[i])
