@@ -4,7 +4,6 @@
 package collector
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 
@@ -74,30 +73,3 @@ func (f Factory) DefaultOn(m Mode) bool {
 	}
 	return false
 }
-
-// Scrape is one scrape as one collector sees it.
-type Scrape struct {
-	ctx      context.Context
-	jobs     func() []*discovery.Job
-	name     string
-	problems *Problems
-}
-
-// NewScrape builds a Scrape; tests use it to run one collector alone.
-func NewScrape(ctx context.Context, name string, jobs func() []*discovery.Job, p *Problems) *Scrape {
-	if jobs == nil {
-		jobs = func() []*discovery.Job { return nil }
-	}
-	return &Scrape{ctx: ctx, jobs: jobs, name: name, problems: p}
-}
-
-// Context carries the scrape deadline.
-func (s *Scrape) Context() context.Context { return s.ctx }
-
-// Jobs returns this scrape's discovered jobs (discovery runs once per scrape,
-// on first use).
-func (s *Scrape) Jobs() []*discovery.Job { return s.jobs() }
-
-// Problem reports bad input: the first time per cause it is logged, each
-// time it is counted in jobscope_collector_errors_total.
-func (s *Scrape) Problem(cause string, err error) { s.problems.Report(s.name, cause, err) }

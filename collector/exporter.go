@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sort"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,10 +18,9 @@ import (
 type Exporter struct {
 	collectors map[string]Collector
 	names      []string
-	disc       *discovery.Discoverer
+	opts       Options
 	problems   *Problems
-	log        *slog.Logger
-	info       BuildInfo
+	serial     atomic.Uint64
 
 	durationDesc, successDesc, buildDesc, jobsDesc *Desc
 }
@@ -30,15 +28,29 @@ type Exporter struct {
 // BuildInfo labels jobscope_build_info.
 type BuildInfo struct{ Version, Revision, GoVersion string }
 
+// Options configure an exporter.
+type Options struct {
+	// Jobs lists the node's jobs, once per scrape (job discovery); nil
+	// when no enabled collector needs jobs.
+	Jobs func(ctx context.Context, problem discovery.Problem) []*discovery.Job
+	// Problems counts bad input; nil makes a silent one.
+	Problems *Problems
+	Logger   *slog.Logger
+	Info     BuildInfo
+}
+
 // NewExporter builds an exporter over built collectors.
-func NewExporter(collectors map[string]Collector, disc *discovery.Discoverer, problems *Problems, log *slog.Logger, info BuildInfo) *Exporter {
+func NewExporter(collectors map[string]Collector, o Options) *Exporter {
 	names := make([]string, 0, len(collectors))
 	for n := range collectors {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	if o.Problems == nil {
+		o.Problems = NewProblems(nil)
+	}
 	return &Exporter{
-		collectors: collectors, names: names, disc: disc, problems: problems, log: log, info: info,
+		collectors: collectors, names: names, opts: o, problems: o.Problems,
 		durationDesc: NewDesc("jobscope_scrape_collector_duration_seconds",
 			"Time a collector took in this scrape.", "collector"),
 		successDesc: NewDesc("jobscope_scrape_collector_success",
@@ -78,12 +90,12 @@ type result struct {
 
 func (e *Exporter) collect(ctx context.Context, ch chan<- prometheus.Metric) {
 	start := time.Now()
-	jobs := e.jobsOnce(ctx)
+	r := e.newRound(ctx)
 	results := make(map[string]chan result, len(e.names))
 	for _, name := range e.names {
 		rc := make(chan result, 1)
 		results[name] = rc
-		go e.runOne(ctx, name, jobs, rc)
+		go e.runOne(r.view(name), rc)
 	}
 	for _, name := range e.names {
 		var r result
@@ -109,28 +121,26 @@ func (e *Exporter) collect(ctx context.Context, ch chan<- prometheus.Metric) {
 		ch <- e.durationDesc.Gauge(r.duration.Seconds(), name)
 		ch <- e.successDesc.Gauge(success, name)
 	}
-	if e.disc != nil {
-		ch <- e.jobsDesc.Gauge(float64(len(jobs())))
+	if e.opts.Jobs != nil {
+		ch <- e.jobsDesc.Gauge(float64(len(r.view("").Jobs())))
 	}
-	ch <- e.buildDesc.Gauge(1, e.info.Version, e.info.Revision, e.info.GoVersion)
+	ch <- e.buildDesc.Gauge(1, e.opts.Info.Version, e.opts.Info.Revision, e.opts.Info.GoVersion)
 	e.problems.collect(ch)
 }
 
-// jobsOnce runs discovery at most once per scrape, when a collector asks.
-func (e *Exporter) jobsOnce(ctx context.Context) func() []*discovery.Job {
-	var once sync.Once
-	var jobs []*discovery.Job
-	return func() []*discovery.Job {
-		once.Do(func() {
-			if e.disc != nil {
-				jobs = e.disc.Discover(ctx, func(cause string, err error) { e.problems.Report("discovery", cause, err) })
-			}
-		})
-		return jobs
+// newRound starts a scrape: the next serial number, and discovery run at
+// most once, when a collector first asks for the jobs.
+func (e *Exporter) newRound(ctx context.Context) *round {
+	r := &round{ctx: ctx, serial: e.serial.Add(1), problems: e.problems}
+	if e.opts.Jobs != nil {
+		r.listJobs = func() []*discovery.Job {
+			return e.opts.Jobs(ctx, func(cause string, err error) { e.problems.Report("discovery", cause, err) })
+		}
 	}
+	return r
 }
 
-func (e *Exporter) runOne(ctx context.Context, name string, jobs func() []*discovery.Job, rc chan<- result) {
+func (e *Exporter) runOne(s *Scrape, rc chan<- result) {
 	start := time.Now()
 	mc := make(chan prometheus.Metric, 256)
 	var metrics []prometheus.Metric
@@ -142,25 +152,19 @@ func (e *Exporter) runOne(ctx context.Context, name string, jobs func() []*disco
 		close(drained)
 	}()
 	var err error
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("panic: %v", p)
-				e.problems.Report(name, "panic", fmt.Errorf("%v\n%s", p, debug.Stack()))
-			}
-		}()
-		err = e.collectors[name].Collect(NewScrape(ctx, name, jobs, e.problems), mc)
-	}()
+	if !s.protect(func() { err = e.collectors[s.name].Collect(s, mc) }) || (err == nil && s.panicked.Load()) {
+		err = errors.New("panic: see the logged stack (cause panic)")
+	}
 	close(mc)
 	<-drained
 	switch {
-	case err == nil:
+	case err == nil, s.panicked.Load():
 	case errors.Is(err, ErrNoData):
-		e.problems.Report(name, "no_data", err)
+		e.problems.Report(s.name, "no_data", err)
 	case errors.Is(err, ErrUnavailable):
-		e.problems.Report(name, "unavailable", err)
+		e.problems.Report(s.name, "unavailable", err)
 	default:
-		e.problems.Report(name, "collect_failed", err)
+		e.problems.Report(s.name, "collect_failed", err)
 	}
 	rc <- result{metrics: metrics, err: err, duration: time.Since(start)}
 }
@@ -169,8 +173,8 @@ func (e *Exporter) runOne(ctx context.Context, name string, jobs func() []*disco
 func (e *Exporter) Close() {
 	for _, name := range e.names {
 		if c, ok := e.collectors[name].(interface{ Close() error }); ok {
-			if err := c.Close(); err != nil && e.log != nil {
-				e.log.Warn("closing collector", "collector", name, "err", err)
+			if err := c.Close(); err != nil && e.opts.Logger != nil {
+				e.opts.Logger.Warn("closing collector", "collector", name, "err", err)
 			}
 		}
 	}

@@ -17,7 +17,7 @@ type funcCollector func(s *Scrape, ch chan<- prometheus.Metric) error
 
 func (f funcCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error { return f(s, ch) }
 
-var testDesc = prometheus.NewDesc("jobscope_test_value", "Test value.", nil, nil)
+var testDesc = NewDesc("jobscope_test_value", "Test value.")
 
 // A hung collector costs only its own success; a panicking one too; the
 // scrape answers within its deadline.
@@ -26,7 +26,7 @@ func TestExporterDeadlineAndPanic(t *testing.T) {
 	defer close(release)
 	cs := map[string]Collector{
 		"good": funcCollector(func(s *Scrape, ch chan<- prometheus.Metric) error {
-			ch <- prometheus.MustNewConstMetric(testDesc, prometheus.GaugeValue, 1)
+			ch <- testDesc.Gauge(1)
 			return nil
 		}),
 		"hung": funcCollector(func(s *Scrape, ch chan<- prometheus.Metric) error {
@@ -40,7 +40,7 @@ func TestExporterDeadlineAndPanic(t *testing.T) {
 		}),
 	}
 	problems := NewProblems(nil)
-	exp := NewExporter(cs, nil, problems, nil, BuildInfo{})
+	exp := NewExporter(cs, Options{Problems: problems})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	reg := prometheus.NewPedanticRegistry()
@@ -80,7 +80,7 @@ func TestExporterFinishedBeforeDeadline(t *testing.T) {
 	for i := range 20 {
 		cs[fmt.Sprintf("b_fast%02d", i)] = funcCollector(func(s *Scrape, ch chan<- prometheus.Metric) error { return nil })
 	}
-	exp := NewExporter(cs, nil, NewProblems(nil), nil, BuildInfo{})
+	exp := NewExporter(cs, Options{Problems: NewProblems(nil)})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	reg := prometheus.NewPedanticRegistry()

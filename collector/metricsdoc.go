@@ -47,6 +47,6 @@ func section(b *strings.Builder, title, help string, descs []*Desc) {
 
 // frameworkDescs are the metrics the exporter itself emits.
 func frameworkDescs() []*Desc {
-	e := NewExporter(nil, nil, NewProblems(nil), nil, BuildInfo{})
+	e := NewExporter(nil, Options{})
 	return []*Desc{e.durationDesc, e.successDesc, e.buildDesc, e.jobsDesc, NewProblems(nil).desc}
 }

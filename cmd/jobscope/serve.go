@@ -47,7 +47,11 @@ func buildExporter(o *options, fs *pflag.FlagSet, set *collector.Set, mode colle
 		logger.Warn("collector unavailable: its success metric stays 0", "collector", name, "err", err)
 	})
 	info := collector.BuildInfo{Version: version, Revision: revision, GoVersion: runtime.Version()}
-	return collector.NewExporter(built, env.Discoverer, problems, logger, info), env.Shared, nil
+	eo := collector.Options{Problems: problems, Logger: logger, Info: info}
+	if env.Discoverer != nil {
+		eo.Jobs = env.Discoverer.Discover
+	}
+	return collector.NewExporter(built, eo), env.Shared, nil
 }
 
 func newMux(exp *collector.Exporter, o *options, logger *slog.Logger) *http.ServeMux {

@@ -48,7 +48,7 @@ func newBadRun(t *testing.T, root string, fault func(string) error) *badRun {
 	})
 	problems := collector.NewProblems(log)
 	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys"), Fault: fault})
-	return &badRun{collector.NewExporter(map[string]collector.Collector{"cgroup": c}, disc, problems, log, collector.BuildInfo{}), problems, logs}
+	return &badRun{collector.NewExporter(map[string]collector.Collector{"cgroup": c}, collector.Options{Jobs: disc.Discover, Problems: problems, Logger: log}), problems, logs}
 }
 
 // scrape gathers through a pedantic registry (duplicate or inconsistent
@@ -186,7 +186,7 @@ func TestThousandsOfJobs(t *testing.T) {
 		}
 	}
 	disc := discovery.New(discovery.Config{Layout: discovery.Layout{V2: root}, ProcFS: t.TempDir()})
-	exp := collector.NewExporter(map[string]collector.Collector{"cgroup": NewCgroupCollector(CgroupOptions{})}, disc, collector.NewProblems(nil), nil, collector.BuildInfo{})
+	exp := collector.NewExporter(map[string]collector.Collector{"cgroup": NewCgroupCollector(CgroupOptions{})}, collector.Options{Jobs: disc.Discover, Problems: collector.NewProblems(nil)})
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(exp.Bind(context.Background()))
 	if got := promtest.CollectAndCount(reg, "slurm_job_memory_usage_bytes"); got != n {
@@ -195,7 +195,7 @@ func TestThousandsOfJobs(t *testing.T) {
 }
 
 // newBadRunV1 is newBadRun over a v1 fixture copy.
-func newBadRunV1(t *testing.T, root string) *badRun {
+func newBadRunV1(t *testing.T, root string, fault func(string) error) *badRun {
 	t.Helper()
 	layout, err := discovery.DetectLayout(filepath.Join(root, "cgroup"), "")
 	if err != nil {
@@ -206,8 +206,8 @@ func newBadRunV1(t *testing.T, root string) *badRun {
 	disc := discovery.New(discovery.Config{Layout: layout, ProcFS: filepath.Join(root, "proc"),
 		LookupUser: collectortest.LookupUser, StartTime: func(string) int64 { return 1 }})
 	problems := collector.NewProblems(log)
-	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys")})
-	return &badRun{collector.NewExporter(map[string]collector.Collector{"cgroup": c}, disc, problems, log, collector.BuildInfo{}), problems, logs}
+	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys"), Fault: fault})
+	return &badRun{collector.NewExporter(map[string]collector.Collector{"cgroup": c}, collector.Options{Jobs: disc.Discover, Problems: problems, Logger: log}), problems, logs}
 }
 
 // A repeated memory.stat key (v1 maps total_rss to type="anon") gives one
@@ -224,7 +224,7 @@ func TestV1MemoryStatRepeatedKey(t *testing.T) {
 	if err := os.WriteFile(stat, append(b, "total_rss 7\ntotal_swap 9\n"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := newBadRunV1(t, root).scrape(t)
+	out := newBadRunV1(t, root, nil).scrape(t)
 	if n := countSeries(out, `slurm_job_memory_stat_bytes{account="chemistry",jobid="3",type="anon"`); n != 1 {
 		t.Errorf("anon series of job 3: %d, want 1", n)
 	}

@@ -38,6 +38,8 @@ type CgroupOptions struct {
 	// Fault, when set, is asked before each open (tests fake permission
 	// errors and vanishing cgroups).
 	Fault func(path string) error
+	// Now is the clock of the static-file cache (tests set it).
+	Now func() time.Time
 	// PerCoreFromEBPF, when it returns true, leaves slurm_job_cpu_core_seconds_total
 	// to the ebpf collector so one node has one source for it.
 	PerCoreFromEBPF func() bool
@@ -60,8 +62,7 @@ type cgroupCollector struct {
 	d       cgroupDescs
 	devices *deviceNames
 	pairs   *collector.PairCache
-	static  *staticFiles
-	events  *v1Events
+	state   *collector.State[jobState]
 	readers sync.Pool
 }
 
@@ -73,8 +74,11 @@ func NewCgroupCollector(opts CgroupOptions) collector.Collector {
 	if opts.SysFS == "" {
 		opts.SysFS = "/sys"
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	c := &cgroupCollector{opts: opts, d: newCgroupDescs(), devices: newDeviceNames(opts.SysFS), pairs: collector.NewPairCache(),
-		static: newStaticFiles(time.Now), events: newV1Events()}
+		state: collector.NewState(newJobState)}
 	c.readers.New = func() any {
 		if opts.Fault != nil {
 			return cgroupfs.NewReaderWithFault(opts.Fault)
@@ -85,39 +89,23 @@ func NewCgroupCollector(opts CgroupOptions) collector.Collector {
 }
 
 func (c *cgroupCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
-	jobs := s.Jobs()
 	perCore := c.opts.PerCoreFromEBPF == nil || !c.opts.PerCoreFromEBPF()
-	work := make(chan *discovery.Job)
-	var wg sync.WaitGroup
-	for range min(c.opts.Workers, max(len(jobs), 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := c.readers.Get().(*cgroupfs.Reader)
-			defer c.readers.Put(r)
-			for j := range work {
-				jr := &jobReader{r: r, s: s, ch: ch, d: &c.d, job: j, devices: c.devices,
-					series: c.pairs.Job(j), static: c.static, events: c.events}
-				if j.Version == 2 {
-					jr.v2()
-				} else {
-					jr.v1(perCore)
-				}
-				jr.close()
-			}
-		}()
-	}
-	for _, j := range jobs {
-		if s.Context().Err() != nil {
-			break
-		}
+	done := s.EachJob(c.opts.Workers, func(j *discovery.Job) {
 		ch <- infoMetric(&c.d, j)
-		work <- j
+		r := c.readers.Get().(*cgroupfs.Reader)
+		defer c.readers.Put(r)
+		jr := &jobReader{r: r, s: s, ch: ch, d: &c.d, job: j, devices: c.devices,
+			series: c.pairs.Job(j), state: c.state.Job(s, j), now: c.opts.Now}
+		defer jr.close()
+		if j.Version == 2 {
+			jr.v2()
+		} else {
+			jr.v1(perCore)
+		}
+	})
+	if done == len(s.Jobs()) {
+		c.state.Sweep(s)
 	}
-	close(work)
-	wg.Wait()
-	c.static.endScrape()
-	c.events.endScrape()
 	return s.Context().Err()
 }
 

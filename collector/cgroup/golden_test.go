@@ -27,7 +27,7 @@ func fixtureExporter(t testing.TB, node string) (*collector.Exporter, *collector
 	})
 	problems := collector.NewProblems(nil)
 	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys")})
-	exp := collector.NewExporter(map[string]collector.Collector{"cgroup": c}, disc, problems, nil, collector.BuildInfo{Version: "test", Revision: "test", GoVersion: "go"})
+	exp := collector.NewExporter(map[string]collector.Collector{"cgroup": c}, collector.Options{Jobs: disc.Discover, Problems: problems, Info: collector.BuildInfo{Version: "test", Revision: "test", GoVersion: "go"}})
 	return exp, problems
 }
 

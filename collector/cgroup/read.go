@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -21,8 +22,8 @@ type jobReader struct {
 	job     *discovery.Job
 	devices *deviceNames
 	series  *collector.JobSeries
-	static  *staticFiles
-	events  *v1Events
+	state   *collector.Entry[jobState]
+	now     func() time.Time
 	gone    bool // the job's cgroup vanished: stop quietly
 	dirs    []cgroupfs.Dir
 }
@@ -109,19 +110,6 @@ func (jr *jobReader) uintFile(dir, name string, desc *collector.Desc, t promethe
 		return
 	}
 	jr.emit(desc, t, float64(v)/div, extra...)
-}
-
-// readStatic is read for files that rarely change (limits, cpusets).
-func (jr *jobReader) readStatic(dir, name string) []byte {
-	path := dir + "/" + name
-	if b, ok := jr.static.get(path); ok {
-		return b
-	}
-	b := jr.read(dir, name)
-	if b != nil {
-		jr.static.put(path, b)
-	}
-	return b
 }
 
 // limitFile emits a limit unless it is unlimited; it returns the value.

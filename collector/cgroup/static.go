@@ -1,7 +1,6 @@
 package cgroup
 
 import (
-	"sync"
 	"time"
 )
 
@@ -10,51 +9,37 @@ import (
 // are re-read every staticTTL, not every scrape.
 const staticTTL = time.Minute
 
-// staticFiles caches the content of slow-changing cgroup files.
-type staticFiles struct {
-	mu    sync.Mutex
-	files map[string]*staticFile
-	gen   uint64
-	now   func() time.Time
+// jobState is what the cgroup collector keeps per job between scrapes, in
+// a collector.State: the slow-changing files, and the v1 event counts.
+type jobState struct {
+	static map[string]staticFile // by path
+	events v1EventTree
 }
 
 type staticFile struct {
 	content []byte
 	readAt  time.Time
-	gen     uint64
 }
 
-func newStaticFiles(now func() time.Time) *staticFiles {
-	return &staticFiles{files: map[string]*staticFile{}, now: now}
+func newJobState() *jobState {
+	return &jobState{static: map[string]staticFile{}, events: v1EventTree{last: map[string][2]uint64{}}}
 }
 
-// get returns the cached content of path if it is fresh.
-func (c *staticFiles) get(path string) ([]byte, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	f, ok := c.files[path]
-	if !ok || c.now().Sub(f.readAt) >= staticTTL {
-		return nil, false
-	}
-	f.gen = c.gen
-	return f.content, true
-}
-
-func (c *staticFiles) put(path string, content []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.files[path] = &staticFile{content: append([]byte(nil), content...), readAt: c.now(), gen: c.gen}
-}
-
-// endScrape drops files of cgroups not read in the scrape that ends, so
-// ended jobs leave nothing behind.
-func (c *staticFiles) endScrape() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for p, f := range c.files {
-		if f.gen != c.gen {
-			delete(c.files, p)
+// readStatic is read for files that rarely change (limits, cpusets).
+func (jr *jobReader) readStatic(dir, name string) []byte {
+	path := dir + "/" + name
+	var b []byte
+	jr.state.Do(func(st *jobState) {
+		if f, ok := st.static[path]; ok && jr.now().Sub(f.readAt) < staticTTL {
+			b = f.content
 		}
+	})
+	if b != nil {
+		return b
 	}
-	c.gen++
+	if b = jr.read(dir, name); b != nil {
+		f := staticFile{content: append([]byte(nil), b...), readAt: jr.now()}
+		jr.state.Do(func(st *jobState) { st.static[path] = f })
+	}
+	return b
 }

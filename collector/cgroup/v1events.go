@@ -1,8 +1,6 @@
 package cgroup
 
 import (
-	"sync"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jobscope/jobscope/cgroupfs"
@@ -23,45 +21,18 @@ const (
 type v1EventTree struct {
 	last map[string][2]uint64 // per directory: oom_kill, failcnt
 	gone [2]uint64            // what ended steps had counted
-	gen  uint64
-}
-
-type v1Events struct {
-	mu   sync.Mutex
-	jobs map[string]*v1EventTree
-	gen  uint64
-}
-
-func newV1Events() *v1Events { return &v1Events{jobs: map[string]*v1EventTree{}} }
-
-func (e *v1Events) tree(key string) *v1EventTree {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	t := e.jobs[key]
-	if t == nil {
-		t = &v1EventTree{last: map[string][2]uint64{}}
-		e.jobs[key] = t
-	}
-	t.gen = e.gen
-	return t
-}
-
-// endScrape forgets jobs not seen in the scrape that ends.
-func (e *v1Events) endScrape() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for k, t := range e.jobs {
-		if t.gen != e.gen {
-			delete(e.jobs, k)
-		}
-	}
-	e.gen++
 }
 
 // v1MemoryEvents emits oom_kill and max (failcnt) summed over the job's
 // memory cgroup tree.
 func (jr *jobReader) v1MemoryEvents(jobDir string) {
-	t := jr.events.tree(jr.job.ID + "|" + jr.job.Meta.Key)
+	// Reading and folding happen under the job's lock: a scrape that read
+	// a step before it ended must not fold its counts in after another
+	// scrape moved them to the remainder.
+	jr.state.Do(func(st *jobState) { jr.foldV1Events(&st.events, jobDir) })
+}
+
+func (jr *jobReader) foldV1Events(t *v1EventTree, jobDir string) {
 	cur := make(map[string][2]uint64, 8)
 	var ok bool
 	for i, dir := range append([]string{jobDir}, discovery.StepDirs(jobDir)...) {

@@ -63,7 +63,7 @@ func slurmExporter(t testing.TB, shared *collector.Shared, args ...string) *coll
 			o.(*slurmcli.Cache).Close()
 		}
 	})
-	return collector.NewExporter(cs, nil, collector.NewProblems(nil), nil, collector.BuildInfo{Version: "test", Revision: "test", GoVersion: "go"})
+	return collector.NewExporter(cs, collector.Options{Problems: collector.NewProblems(nil), Info: collector.BuildInfo{Version: "test", Revision: "test", GoVersion: "go"}})
 }
 
 func slurmSharedWithClock(t testing.TB, f *slurmclitest.Bin, format slurmcli.Format, clk *slurmclitest.Clock) *collector.Shared {

@@ -5,10 +5,12 @@ package collectortest
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/discovery"
 )
 
 // FixtureUsers are the uids of the fixture nodes.
@@ -31,4 +33,12 @@ func Gatherer(exp *collector.Exporter) prometheus.Gatherer {
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(exp.Bind(context.Background()))
 	return reg
+}
+
+var serial atomic.Uint64
+
+// Scrape is a scrape of the one collector called name, numbered after
+// every scrape the test binary made before, as an exporter would.
+func Scrape(ctx context.Context, name string, jobs []*discovery.Job, p *collector.Problems) *collector.Scrape {
+	return collector.NewScrape(ctx, name, collector.ScrapeOptions{Serial: serial.Add(1), Jobs: jobs, Problems: p})
 }

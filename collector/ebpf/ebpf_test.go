@@ -13,6 +13,7 @@ import (
 
 	"github.com/jobscope/jobscope/bpf"
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/collectortest"
 	"github.com/jobscope/jobscope/collector/discovery"
 	"github.com/jobscope/jobscope/internal/testutil"
 )
@@ -54,7 +55,7 @@ type scrapeOne struct {
 
 func (s scrapeOne) Describe(chan<- *prometheus.Desc) {}
 func (s scrapeOne) Collect(ch chan<- prometheus.Metric) {
-	if err := s.c.Collect(collector.NewScrape(context.Background(), "ebpf", func() []*discovery.Job { return s.jobs }, collector.NewProblems(nil)), ch); err != nil {
+	if err := s.c.Collect(collectortest.Scrape(context.Background(), "ebpf", s.jobs, collector.NewProblems(nil)), ch); err != nil {
 		panic(err)
 	}
 }

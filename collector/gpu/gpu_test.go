@@ -40,7 +40,7 @@ func gpuFixture(t testing.TB, node string, open func(gpu.Config) (gpu.Backend, e
 		t.Fatal(err)
 	}
 	problems := collector.NewProblems(nil)
-	exp := collector.NewExporter(map[string]collector.Collector{"gpu": c}, disc, problems, nil, collector.BuildInfo{Version: "test", Revision: "test", GoVersion: "go"})
+	exp := collector.NewExporter(map[string]collector.Collector{"gpu": c}, collector.Options{Jobs: disc.Discover, Problems: problems, Info: collector.BuildInfo{Version: "test", Revision: "test", GoVersion: "go"}})
 	return exp, problems
 }
 
@@ -117,7 +117,7 @@ func TestGPUDemoFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exp := collector.NewExporter(map[string]collector.Collector{"gpu": c}, disc, collector.NewProblems(nil), nil, collector.BuildInfo{})
+	exp := collector.NewExporter(map[string]collector.Collector{"gpu": c}, collector.Options{Jobs: disc.Discover, Problems: collector.NewProblems(nil)})
 	g := collectortest.Gatherer(exp)
 	out := string(testutil.Exposition(t, g))
 	for _, want := range []string{
@@ -145,7 +145,7 @@ func TestGPUNoDriver(t *testing.T) {
 	}
 	problems := collector.NewProblems(nil)
 	other := gpuOtherCollector(func(s *collector.Scrape, ch chan<- prometheus.Metric) error { return nil })
-	exp := collector.NewExporter(map[string]collector.Collector{"gpu": c, "other": other}, nil, problems, nil, collector.BuildInfo{})
+	exp := collector.NewExporter(map[string]collector.Collector{"gpu": c, "other": other}, collector.Options{Problems: problems})
 	g := collectortest.Gatherer(exp)
 	for i := 0; i < 2; i++ {
 		out := string(testutil.Exposition(t, g))
@@ -171,7 +171,7 @@ func TestGPUNoDriver(t *testing.T) {
 		gc.backend.Close()
 		t.Skip("an NVIDIA driver is installed here")
 	}
-	err = c.Collect(collector.NewScrape(context.Background(), "gpu", nil, nil), make(chan prometheus.Metric, 10))
+	err = c.Collect(collectortest.Scrape(context.Background(), "gpu", nil, nil), make(chan prometheus.Metric, 10))
 	if !errors.Is(err, collector.ErrNoData) {
 		t.Errorf("err %v, want ErrNoData", err)
 	}
@@ -222,7 +222,7 @@ func TestGPUXidAttribution(t *testing.T) {
 	// Collect with no jobs at all: per-job counts are dropped.
 	c := gpuCollectorOf(t, exp)
 	ch := make(chan prometheus.Metric, 1000)
-	if err := c.Collect(collector.NewScrape(context.Background(), "gpu", nil, collector.NewProblems(nil)), ch); err != nil {
+	if err := c.Collect(collectortest.Scrape(context.Background(), "gpu", nil, collector.NewProblems(nil)), ch); err != nil {
 		t.Fatal(err)
 	}
 	close(ch)
@@ -283,7 +283,7 @@ func TestGPUEnergyShared(t *testing.T) {
 		return []*discovery.Job{{ID: "301", Version: 2, Meta: discovery.Meta{User: "bob", Account: "chemistry"}}}
 	}
 	ch := make(chan prometheus.Metric, 1000)
-	if err := c.Collect(collector.NewScrape(context.Background(), "gpu", jobs, collector.NewProblems(nil)), ch); err != nil {
+	if err := c.Collect(collectortest.Scrape(context.Background(), "gpu", jobs(), collector.NewProblems(nil)), ch); err != nil {
 		t.Fatal(err)
 	}
 	devs, _ := src.GPUEnergy(context.Background())

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/collectortest"
 	"github.com/jobscope/jobscope/internal/testutil"
 	"github.com/jobscope/jobscope/power"
 )
@@ -207,7 +208,7 @@ func TestPowerIPMIBadOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	ch := make(chan prometheus.Metric, 16)
-	if err := c.Collect(collector.NewScrape(context.Background(), "power", nil, collector.NewProblems(nil)), ch); !errors.Is(err, collector.ErrNoData) {
+	if err := c.Collect(collectortest.Scrape(context.Background(), "power", nil, collector.NewProblems(nil)), ch); !errors.Is(err, collector.ErrNoData) {
 		t.Fatalf("want ErrNoData, got %v", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/collectortest"
 	"github.com/jobscope/jobscope/collector/discovery"
 	"github.com/jobscope/jobscope/internal/testutil"
 	"github.com/jobscope/jobscope/power"
@@ -33,7 +34,7 @@ type powerScrape struct {
 func (p powerScrape) Describe(chan<- *prometheus.Desc) {}
 
 func (p powerScrape) Collect(ch chan<- prometheus.Metric) {
-	err := p.c.Collect(collector.NewScrape(context.Background(), "power", func() []*discovery.Job { return p.jobs }, p.problems), ch)
+	err := p.c.Collect(collectortest.Scrape(context.Background(), "power", p.jobs, p.problems), ch)
 	if p.err != nil {
 		*p.err = err
 	}
@@ -174,7 +175,7 @@ type flatMetric struct {
 func collectAll(t *testing.T, c collector.Collector, jobs []*discovery.Job) []flatMetric {
 	t.Helper()
 	ch := make(chan prometheus.Metric, 1024)
-	if err := c.Collect(collector.NewScrape(context.Background(), "power", func() []*discovery.Job { return jobs }, collector.NewProblems(nil)), ch); err != nil {
+	if err := c.Collect(collectortest.Scrape(context.Background(), "power", jobs, collector.NewProblems(nil)), ch); err != nil {
 		t.Fatal(err)
 	}
 	close(ch)
@@ -208,7 +209,7 @@ func TestPowerNoHardware(t *testing.T) {
 		t.Fatal(err)
 	}
 	ch := make(chan prometheus.Metric, 16)
-	err = c.Collect(collector.NewScrape(context.Background(), "power", nil, collector.NewProblems(nil)), ch)
+	err = c.Collect(collectortest.Scrape(context.Background(), "power", nil, collector.NewProblems(nil)), ch)
 	close(ch)
 	if !errors.Is(err, collector.ErrNoData) {
 		t.Fatalf("want ErrNoData, got %v", err)
@@ -372,7 +373,7 @@ func TestPowerRAPLRefused(t *testing.T) {
 // and returns what it emitted.
 func powerCollectOnce(c collector.Collector, root string, problems *collector.Problems) ([]prometheus.Metric, error) {
 	ch := make(chan prometheus.Metric, 256)
-	err := c.Collect(collector.NewScrape(context.Background(), "power", func() []*discovery.Job { return powerJobs(root) }, problems), ch)
+	err := c.Collect(collectortest.Scrape(context.Background(), "power", powerJobs(root), problems), ch)
 	close(ch)
 	var ms []prometheus.Metric
 	for m := range ch {

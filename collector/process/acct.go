@@ -48,7 +48,7 @@ type procExeAcct struct {
 func (e *procExeAcct) total() uint64 { return e.gone + e.live }
 
 type procJobAcct struct {
-	unseen      int // scrapes in a row without the job
+	gen         uint64 // counts the job's updates: marks tracks seen in the latest
 	procs       map[procKey]*procTrack
 	tasks       map[procTaskKey]*procTaskTrack
 	goneTasks   [procNCounters]uint64

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/collectortest"
 	"github.com/jobscope/jobscope/collector/discovery"
 )
 
@@ -102,7 +103,7 @@ func benchProcOptions(b *testing.B, procRoot string, list []*discovery.Job, moun
 			b.ResetTimer()
 			cpu0 := procSelfCPU()
 			for i := 0; i < b.N; i++ {
-				if err := c.Collect(collector.NewScrape(context.Background(), "process", jobsFn, collector.NewProblems(nil)), ch); err != nil {
+				if err := c.Collect(collectortest.Scrape(context.Background(), "process", jobsFn(), collector.NewProblems(nil)), ch); err != nil {
 					b.Fatal(err)
 				}
 				for len(ch) > 0 {

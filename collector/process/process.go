@@ -18,10 +18,6 @@ import (
 // architecture jobscope builds for.
 const procUserHZ = 100
 
-// procDropAfterUnseen is how many scrapes in a row a job may be missing before
-// its accounting is dropped: a discovery hiccup must not reset counters.
-const procDropAfterUnseen = 3
-
 // IO modes of the /proc/<pid>/io fallback.
 const (
 	ProcessIOAuto = "auto" // on unless the ebpf collector is loaded
@@ -73,12 +69,11 @@ type processCollector struct {
 	env    *collector.Env
 	reader procReader
 
-	d      procDescs
-	pairs  *collector.PairCache
-	mu     sync.Mutex // one scrape at a time updates the accounting
-	gen    uint64
-	jobs   map[string]*procJobAcct
-	cpuBuf []procExeValue
+	d     procDescs
+	pairs *collector.PairCache
+	// jobs keeps each job's accounting between scrapes; a job's lock is
+	// held from reading its processes to emitting its counters.
+	jobs *collector.State[procJobAcct]
 }
 
 // NewProcessCollector builds the process collector over env.ProcFS.
@@ -119,7 +114,7 @@ func NewProcessCollector(env *collector.Env, o ProcessOptions) (collector.Collec
 		opts:   o,
 		env:    env,
 		reader: procReader{fs: pfs, root: root, mounts: mounts, threads: o.Threads},
-		jobs:   map[string]*procJobAcct{},
+		jobs:   collector.NewState(newProcJobAcct),
 		d:      newProcDescs(),
 		pairs:  collector.NewPairCache(),
 	}, nil
@@ -175,38 +170,32 @@ func (c *processCollector) ioOn() bool {
 }
 
 func (c *processCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.gen++
 	withIO := c.ioOn()
 	jobs := s.Jobs()
 	discovery.PrefetchPIDs(jobs, procReadWorkers)
-	samples, ri, read := c.readJobs(s, jobs, withIO)
-	seen := make(map[*procJobAcct]bool)
+	var mu sync.Mutex
+	var ri procReadIssues
+	read := s.EachJob(procReadWorkers, func(j *discovery.Job) {
+		var sample procJobSample
+		var jri procReadIssues
+		series := c.pairs.Job(j)
+		c.jobs.Job(s, j).Do(func(a *procJobAcct) {
+			// Read and fold under the job's lock: an older reading folded
+			// after a newer one would count an exited process twice.
+			c.reader.readJob(j.PIDs(), &sample, withIO, &jri)
+			a.gen++
+			a.update(&sample, a.gen, c.opts.TopN)
+			c.emit(ch, series, a, &sample, withIO)
+		})
+		mu.Lock()
+		ri.merge(&jri)
+		mu.Unlock()
+	})
 	var err error
 	if read < len(jobs) {
 		err = fmt.Errorf("process: %d jobs left unread: %w", len(jobs)-read, s.Context().Err())
-	}
-	for i, j := range jobs[:read] {
-		key := j.ID + "|" + j.Meta.Key
-		a := c.jobs[key]
-		if a == nil {
-			a = newProcJobAcct()
-			c.jobs[key] = a
-		}
-		seen[a] = true
-		a.unseen = 0
-		a.update(&samples[i], c.gen, c.opts.TopN)
-		c.emit(ch, c.pairs.Job(j), a, &samples[i], withIO)
-	}
-	if err == nil {
-		for k, a := range c.jobs {
-			if !seen[a] {
-				if a.unseen++; a.unseen >= procDropAfterUnseen {
-					delete(c.jobs, k)
-				}
-			}
-		}
+	} else {
+		c.jobs.Sweep(s)
 	}
 	for cause, e := range ri.errs {
 		s.Problem(cause, e)
@@ -218,50 +207,8 @@ func (c *processCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Met
 }
 
 // procReadWorkers read jobs' procfs files in parallel: the reads are
-// syscalls, the accounting after them is cheap and stays sequential.
+// syscalls; each job's accounting is cheap and under its own lock.
 const procReadWorkers = 4
-
-// readJobs reads the jobs in order of the slice with a few workers and
-// returns their samples, the issues met, and how many leading jobs were
-// read before the scrape's deadline.
-func (c *processCollector) readJobs(s *collector.Scrape, jobs []*discovery.Job, withIO bool) ([]procJobSample, procReadIssues, int) {
-	samples := make([]procJobSample, len(jobs))
-	done := make([]bool, len(jobs))
-	issues := make([]procReadIssues, procReadWorkers)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for w := range min(procReadWorkers, max(len(jobs), 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if s.Context().Err() != nil {
-					continue
-				}
-				c.reader.readJob(jobs[i].PIDs(), &samples[i], withIO, &issues[w])
-				done[i] = true
-			}
-		}()
-	}
-	for i := range jobs {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	var ri procReadIssues
-	for _, w := range issues {
-		ri.listed += w.listed
-		ri.found += w.found
-		for cause, err := range w.errs {
-			ri.add(cause, err)
-		}
-	}
-	read := 0
-	for read < len(jobs) && done[read] {
-		read++
-	}
-	return samples, ri, read
-}
 
 func (c *processCollector) emit(ch chan<- prometheus.Metric, series *collector.JobSeries, a *procJobAcct, js *procJobSample, withIO bool) {
 	gauge := func(d *collector.Desc, v float64, extra ...string) { ch <- series.Gauge(d, v, extra...) }
@@ -284,8 +231,7 @@ func (c *processCollector) emit(ch chan<- prometheus.Metric, series *collector.J
 	for i, m := range c.reader.mounts {
 		gauge(c.d.files, float64(js.files[i]), m)
 	}
-	c.cpuBuf = a.cpuSeries(c.cpuBuf[:0])
-	for _, v := range c.cpuBuf {
+	for _, v := range a.cpuSeries(nil) {
 		counter(c.d.cpu, float64(v.ticks)/procUserHZ, v.exe)
 	}
 	if c.opts.Threads {

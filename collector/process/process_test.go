@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/collectortest"
 	"github.com/jobscope/jobscope/collector/discovery"
 	"github.com/jobscope/jobscope/internal/testutil"
 )
@@ -36,7 +37,7 @@ type procAdapter struct {
 func (a *procAdapter) Describe(chan<- *prometheus.Desc) {}
 
 func (a *procAdapter) Collect(ch chan<- prometheus.Metric) {
-	a.err = a.c.Collect(collector.NewScrape(context.Background(), "process", a.jobs, a.problems), ch)
+	a.err = a.c.Collect(collectortest.Scrape(context.Background(), "process", a.jobs(), a.problems), ch)
 }
 
 func procFixtureJobs(t testing.TB, root string) func() []*discovery.Job {
@@ -109,7 +110,7 @@ func TestProcessGolden(t *testing.T) {
 func procValues(t testing.TB, c collector.Collector, jobs func() []*discovery.Job, jobid string) map[string]float64 {
 	t.Helper()
 	ch := make(chan prometheus.Metric, 1024)
-	if err := c.Collect(collector.NewScrape(context.Background(), "process", jobs, collector.NewProblems(nil)), ch); err != nil {
+	if err := c.Collect(collectortest.Scrape(context.Background(), "process", jobs(), collector.NewProblems(nil)), ch); err != nil {
 		t.Fatal(err)
 	}
 	close(ch)
@@ -198,7 +199,7 @@ func TestProcessHiddenPIDs(t *testing.T) {
 	problems := collector.NewProblems(nil)
 	c := newFixtureProcCollector(t, t.TempDir(), ProcessOptions{Threads: true, TopN: 1})
 	ch := make(chan prometheus.Metric, 1024)
-	if err := c.Collect(collector.NewScrape(context.Background(), "process", procFixtureJobs(t, root), problems), ch); err != nil {
+	if err := c.Collect(collectortest.Scrape(context.Background(), "process", procFixtureJobs(t, root)(), problems), ch); err != nil {
 		t.Fatal(err)
 	}
 	if n := problems.Count("process", "pids_not_visible"); n != 1 {
@@ -234,32 +235,32 @@ func TestProcessJobLifecycle(t *testing.T) {
 	only100 := func() []*discovery.Job { return all[:1] }
 	collect := func(jobs func() []*discovery.Job) {
 		ch := make(chan prometheus.Metric, 1024)
-		if err := c.Collect(collector.NewScrape(context.Background(), "process", jobs, collector.NewProblems(nil)), ch); err != nil {
+		if err := c.Collect(collectortest.Scrape(context.Background(), "process", jobs(), collector.NewProblems(nil)), ch); err != nil {
 			t.Fatal(err)
 		}
 	}
 	collect(func() []*discovery.Job { return all })
-	if len(c.jobs) != 3 {
-		t.Fatalf("%d jobs tracked", len(c.jobs))
+	if c.jobs.Len() != 3 {
+		t.Fatalf("%d jobs tracked", c.jobs.Len())
 	}
 	collect(only100)
 	collect(only100)
-	if len(c.jobs) != 3 {
-		t.Fatalf("jobs dropped after two missed scrapes: %d left", len(c.jobs))
+	if c.jobs.Len() != 3 {
+		t.Fatalf("jobs dropped after two missed scrapes: %d left", c.jobs.Len())
 	}
 	collect(only100)
-	if len(c.jobs) != 1 {
-		t.Fatalf("%d jobs tracked after three missed scrapes", len(c.jobs))
+	if c.jobs.Len() != 1 {
+		t.Fatalf("%d jobs tracked after three missed scrapes", c.jobs.Len())
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	ch := make(chan prometheus.Metric, 1024)
-	if err := c.Collect(collector.NewScrape(ctx, "process", func() []*discovery.Job { return all }, collector.NewProblems(nil)), ch); !errors.Is(err, context.Canceled) {
+	if err := c.Collect(collectortest.Scrape(ctx, "process", all, collector.NewProblems(nil)), ch); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled scrape: %v", err)
 	}
-	if len(c.jobs) != 1 {
-		t.Fatalf("a cancelled scrape aged jobs: %d tracked", len(c.jobs))
+	if c.jobs.Len() != 1 {
+		t.Fatalf("a cancelled scrape aged jobs: %d tracked", c.jobs.Len())
 	}
 }
 
@@ -330,7 +331,7 @@ func TestProcessConcurrentScrapes(t *testing.T) {
 			var err error
 			for i := 0; i < 5 && err == nil; i++ {
 				ch := make(chan prometheus.Metric, 1024)
-				err = c.Collect(collector.NewScrape(context.Background(), "process", func() []*discovery.Job { return jobs }, collector.NewProblems(nil)), ch)
+				err = c.Collect(collectortest.Scrape(context.Background(), "process", jobs, collector.NewProblems(nil)), ch)
 			}
 			done <- err
 		}()

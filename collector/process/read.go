@@ -106,6 +106,14 @@ func (ri *procReadIssues) add(cause string, err error) {
 	}
 }
 
+func (ri *procReadIssues) merge(o *procReadIssues) {
+	ri.listed += o.listed
+	ri.found += o.found
+	for cause, err := range o.errs {
+		ri.add(cause, err)
+	}
+}
+
 // procReader reads the procfs files of given pids.
 type procReader struct {
 	fs      procfs.FS
