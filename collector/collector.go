@@ -28,16 +28,26 @@ var ErrNoData = errors.New("no data on this node")
 // at start-up); each scrape reports it as success 0 without a new log line.
 var ErrUnavailable = errors.New("collector unavailable")
 
-// Env is what every collector may use: paths, logger, the discoverer and
-// objects shared between collectors (such as the Slurm command cache).
+// Env is what every collector may use: paths, the cgroup layout, the
+// logger, and the node resources cmd built for the enabled collectors.
 type Env struct {
-	CgroupFS string // "" means detected from mountinfo
-	ProcFS   string
-	SysFS    string
-	Logger   *slog.Logger
-	// Discoverer is nil in controller mode when no node collector runs.
-	Discoverer *discovery.Discoverer
-	// Shared holds lazily built objects shared between collectors.
+	ProcFS string
+	SysFS  string
+	// Layout is the node's cgroup hierarchies, detected once at start (or
+	// from --path.cgroupfs): the one source of truth for the cgroup root.
+	Layout discovery.Layout
+	Logger *slog.Logger
+
+	// BPF is the loaded eBPF programs when the ebpf collector is on;
+	// BPFErr says why they are missing when it is on but they failed.
+	BPF    *BPF
+	BPFErr error
+	// GPU reads the GPUs when the gpu collector is on; GPUErr says why it
+	// is missing (gpu.ErrNoDevice on a node without GPUs).
+	GPU    GPUSource
+	GPUErr error
+
+	// Shared holds the cluster collectors' Slurm command cache.
 	Shared *Shared
 }
 

@@ -21,6 +21,7 @@ type Exporter struct {
 	opts       Options
 	problems   *Problems
 	serial     atomic.Uint64
+	usage      *usageReader
 
 	durationDesc, successDesc, buildDesc, jobsDesc *Desc
 }
@@ -33,6 +34,8 @@ type Options struct {
 	// Jobs lists the node's jobs, once per scrape (job discovery); nil
 	// when no enabled collector needs jobs.
 	Jobs func(ctx context.Context, problem discovery.Problem) []*discovery.Job
+	// GPU reads the node's GPUs once per scrape (nil: none).
+	GPU GPUSource
 	// Problems counts bad input; nil makes a silent one.
 	Problems *Problems
 	Logger   *slog.Logger
@@ -50,7 +53,7 @@ func NewExporter(collectors map[string]Collector, o Options) *Exporter {
 		o.Problems = NewProblems(nil)
 	}
 	return &Exporter{
-		collectors: collectors, names: names, opts: o, problems: o.Problems,
+		collectors: collectors, names: names, opts: o, problems: o.Problems, usage: newUsageReader(),
 		durationDesc: NewDesc("jobscope_scrape_collector_duration_seconds",
 			"Time a collector took in this scrape.", "collector"),
 		successDesc: NewDesc("jobscope_scrape_collector_success",
@@ -90,13 +93,14 @@ type result struct {
 
 func (e *Exporter) collect(ctx context.Context, ch chan<- prometheus.Metric) {
 	start := time.Now()
-	r := e.newRound(ctx)
+	rd := e.newRound(ctx)
 	results := make(map[string]chan result, len(e.names))
 	for _, name := range e.names {
 		rc := make(chan result, 1)
 		results[name] = rc
-		go e.runOne(r.view(name), rc)
+		go e.runOne(rd.view(name), rc)
 	}
+	finished := true
 	for _, name := range e.names {
 		var r result
 		// A collector that finished in time counts as finished even when
@@ -109,6 +113,7 @@ func (e *Exporter) collect(ctx context.Context, ch chan<- prometheus.Metric) {
 			case <-ctx.Done():
 				r = result{err: fmt.Errorf("deadline: %w", ctx.Err()), duration: time.Since(start)}
 				e.problems.Report(name, "timeout", ctx.Err())
+				finished = false
 			}
 		}
 		for _, m := range r.metrics {
@@ -122,7 +127,11 @@ func (e *Exporter) collect(ctx context.Context, ch chan<- prometheus.Metric) {
 		ch <- e.successDesc.Gauge(success, name)
 	}
 	if e.opts.Jobs != nil {
-		ch <- e.jobsDesc.Gauge(float64(len(r.view("").Jobs())))
+		s := rd.view("")
+		ch <- e.jobsDesc.Gauge(float64(len(s.Jobs())))
+		if finished {
+			e.usage.cpusets.Sweep(s) // every collector that read usage is done
+		}
 	}
 	ch <- e.buildDesc.Gauge(1, e.opts.Info.Version, e.opts.Info.Revision, e.opts.Info.GoVersion)
 	e.problems.collect(ch)
@@ -131,7 +140,7 @@ func (e *Exporter) collect(ctx context.Context, ch chan<- prometheus.Metric) {
 // newRound starts a scrape: the next serial number, and discovery run at
 // most once, when a collector first asks for the jobs.
 func (e *Exporter) newRound(ctx context.Context) *round {
-	r := &round{ctx: ctx, serial: e.serial.Add(1), problems: e.problems}
+	r := &round{ctx: ctx, serial: e.serial.Add(1), problems: e.problems, usage: e.usage, gpu: e.opts.GPU}
 	if e.opts.Jobs != nil {
 		r.listJobs = func() []*discovery.Job {
 			return e.opts.Jobs(ctx, func(cause string, err error) { e.problems.Report("discovery", cause, err) })

@@ -20,6 +20,20 @@ type round struct {
 	jobsOnce sync.Once
 	listJobs func() []*discovery.Job
 	jobs     []*discovery.Job
+
+	usage   *usageReader
+	usageMu sync.Mutex
+	usageOf map[*discovery.Job]*usageCell
+
+	gpu        GPUSource
+	gpuOnce    sync.Once
+	gpuRead    *GPUReading
+	gpuReadErr error
+}
+
+type usageCell struct {
+	once sync.Once
+	u    *Usage
 }
 
 // Scrape is one scrape as one collector sees it.
@@ -37,12 +51,14 @@ type ScrapeOptions struct {
 	Serial   uint64
 	Jobs     []*discovery.Job
 	Problems *Problems
+	GPU      GPUSource
 }
 
 // NewScrape builds a scrape for the collector called name (tests).
 func NewScrape(ctx context.Context, name string, o ScrapeOptions) *Scrape {
 	jobs := o.Jobs
-	return (&round{ctx: ctx, serial: o.Serial, problems: o.Problems, listJobs: func() []*discovery.Job { return jobs }}).view(name)
+	return (&round{ctx: ctx, serial: o.Serial, problems: o.Problems, listJobs: func() []*discovery.Job { return jobs },
+		usage: newUsageReader(), gpu: o.GPU}).view(name)
 }
 
 func (r *round) view(name string) *Scrape { return &Scrape{round: r, name: name} }
@@ -62,6 +78,34 @@ func (s *Scrape) Jobs() []*discovery.Job {
 		}
 	})
 	return s.jobs
+}
+
+// Usage returns the job's cgroup usage in this scrape, reading it on the
+// first call of any collector.
+func (s *Scrape) Usage(j *discovery.Job) *Usage {
+	s.usageMu.Lock()
+	if s.usageOf == nil {
+		s.usageOf = map[*discovery.Job]*usageCell{}
+	}
+	c := s.usageOf[j]
+	if c == nil {
+		c = &usageCell{}
+		s.usageOf[j] = c
+	}
+	s.usageMu.Unlock()
+	c.once.Do(func() { c.u = s.usage.read(s, j) })
+	return c.u
+}
+
+// GPU returns this scrape's GPU reading, taken on the first call of any
+// collector; nil (and no error) when the node has no GPU source.
+func (s *Scrape) GPU() (*GPUReading, error) {
+	s.gpuOnce.Do(func() {
+		if s.gpu != nil {
+			s.gpuRead, s.gpuReadErr = s.gpu.Read(s.ctx, s.Jobs())
+		}
+	})
+	return s.gpuRead, s.gpuReadErr
 }
 
 // Problem reports bad input: the first time per cause it is logged, each

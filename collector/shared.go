@@ -42,11 +42,6 @@ func (s *Shared) Set(key string, o any) {
 	s.objs[key] = o
 }
 
-// EBPFLoadedKey is the Shared key under which the ebpf collector says it
-// counts IO; while it holds a value other than false, the process
-// collector's procfs IO fallback stays off.
-const EBPFLoadedKey = "ebpf.loaded"
-
 // Close closes every shared object that can be closed (the GPU backend,
 // the Slurm command cache), once, when the exporter stops.
 func (s *Shared) Close() {
@@ -62,7 +57,3 @@ func (s *Shared) Close() {
 		delete(s.objs, k)
 	}
 }
-
-// SharedEBPFPerCore is the Shared key under which the ebpf collector says
-// (true) that it provides per-core CPU seconds.
-const SharedEBPFPerCore = "ebpf.percore"

@@ -4,6 +4,9 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/jobscope/jobscope/collector/ebpf"
+	gpucoll "github.com/jobscope/jobscope/collector/gpu"
 )
 
 // defaultListen is outside 9100-9999, which Prometheus's port list has
@@ -22,6 +25,8 @@ type options struct {
 	scontrolFallback               bool
 	scontrolTimeout                time.Duration
 	version                        bool
+	bpf                            *ebpf.Options
+	gpu                            *gpucoll.Options
 }
 
 func registerFlags(fs *pflag.FlagSet) *options {
@@ -42,5 +47,9 @@ func registerFlags(fs *pflag.FlagSet) *options {
 	fs.StringVar(&o.logLevel, "log.level", "info", "Log level: debug, info, warn, error.")
 	fs.StringVar(&o.logFormat, "log.format", "text", "Log format: text (human-readable, coloured on a terminal) or json.")
 	fs.BoolVar(&o.version, "version", false, "Print the version and exit.")
+	// The eBPF programs and the GPU backend are built here, before the
+	// collectors, which share them.
+	o.bpf = ebpf.RegisterFlags(fs)
+	o.gpu = gpucoll.RegisterFlags(fs)
 	return o
 }

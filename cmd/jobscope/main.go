@@ -61,7 +61,7 @@ func run(args []string) int {
 		}
 	}
 
-	exp, shared, err := buildExporter(opts, fs, set, mode, logger)
+	exp, release, err := buildExporter(opts, fs, set, mode, logger)
 	if err != nil {
 		logger.Error("cannot start", "err", err)
 		return 1
@@ -89,7 +89,6 @@ func run(args []string) int {
 			logger.Warn("shutdown", "err", err)
 		}
 	}
-	exp.Close()
-	shared.Close()
+	release()
 	return 0
 }

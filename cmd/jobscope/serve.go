@@ -5,54 +5,15 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
-	"runtime"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
-	"github.com/jobscope/jobscope/collector/discovery"
 )
-
-// buildExporter builds the enabled collectors; the Shared it returns holds
-// what they share (GPU backend, Slurm cache), closed at shutdown.
-func buildExporter(o *options, fs *pflag.FlagSet, set *collector.Set, mode collector.Mode, logger *slog.Logger) (*collector.Exporter, *collector.Shared, error) {
-	names := set.Enabled(mode)
-	env := &collector.Env{CgroupFS: o.cgroupfs, ProcFS: o.procfs, SysFS: o.sysfs, Logger: logger, Shared: collector.NewShared()}
-	problems := collector.NewProblems(logger)
-	if set.NeedsJobs(names) {
-		layout, err := discovery.DetectLayout(o.cgroupfs, o.procfs)
-		if err != nil {
-			// Without cgroups no job is found; the exporter still serves its
-			// self metrics and any collector that does not need jobs.
-			logger.Error("no cgroup hierarchy found: no jobs will be reported", "err", err)
-		} else {
-			logger.Info("cgroup layout", "layout", layout.String())
-		}
-		cfg := discovery.Config{Layout: layout, ProcFS: o.procfs, PropsDir: o.propsDir}
-		if o.scontrolFallback {
-			sc, err := scontrolFallback(fs, o.scontrolTimeout, logger)
-			if err != nil {
-				return nil, nil, err
-			}
-			cfg.Scontrol = sc
-		}
-		env.Discoverer = discovery.New(cfg)
-	}
-	built := set.Build(env, names, func(name string, err error) {
-		logger.Warn("collector unavailable: its success metric stays 0", "collector", name, "err", err)
-	})
-	info := collector.BuildInfo{Version: version, Revision: revision, GoVersion: runtime.Version()}
-	eo := collector.Options{Problems: problems, Logger: logger, Info: info}
-	if env.Discoverer != nil {
-		eo.Jobs = env.Discoverer.Discover
-	}
-	return collector.NewExporter(built, eo), env.Shared, nil
-}
 
 func newMux(exp *collector.Exporter, o *options, logger *slog.Logger) *http.ServeMux {
 	// One registry per scrape binds the scrape's deadline; the Go and

@@ -25,7 +25,7 @@ func Factory() collector.Factory {
 		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
 			workers := fs.Int("collector.cgroup.workers", 0, "Jobs read in parallel by the cgroup collector (0: number of CPUs, at most 4).")
 			return func(env *collector.Env) (collector.Collector, error) {
-				return NewCgroupCollector(CgroupOptions{Workers: *workers, SysFS: env.SysFS, PerCoreFromEBPF: perCoreFromEBPF(env)}), nil
+				return NewCgroupCollector(CgroupOptions{Workers: *workers, SysFS: env.SysFS, PerCoreFromEBPF: env.BPF != nil}), nil
 			}
 		},
 	}
@@ -40,21 +40,9 @@ type CgroupOptions struct {
 	Fault func(path string) error
 	// Now is the clock of the static-file cache (tests set it).
 	Now func() time.Time
-	// PerCoreFromEBPF, when it returns true, leaves slurm_job_cpu_core_seconds_total
-	// to the ebpf collector so one node has one source for it.
-	PerCoreFromEBPF func() bool
-}
-
-// perCoreFromEBPF reads the flag the ebpf collector sets once it is loaded.
-func perCoreFromEBPF(env *collector.Env) func() bool {
-	return func() bool {
-		if env == nil || env.Shared == nil {
-			return false
-		}
-		v, ok := env.Shared.Lookup(collector.SharedEBPFPerCore)
-		b, _ := v.(bool)
-		return ok && b
-	}
+	// PerCoreFromEBPF leaves slurm_job_cpu_core_seconds_total to the ebpf
+	// collector (its programs are loaded) so one node has one source for it.
+	PerCoreFromEBPF bool
 }
 
 type cgroupCollector struct {
@@ -89,14 +77,14 @@ func NewCgroupCollector(opts CgroupOptions) collector.Collector {
 }
 
 func (c *cgroupCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
-	perCore := c.opts.PerCoreFromEBPF == nil || !c.opts.PerCoreFromEBPF()
+	perCore := !c.opts.PerCoreFromEBPF
 	done := s.EachJob(c.opts.Workers, func(j *discovery.Job) {
 		ch <- infoMetric(&c.d, j)
 		r := c.readers.Get().(*cgroupfs.Reader)
 		defer c.readers.Put(r)
-		jr := &jobReader{r: r, s: s, ch: ch, d: &c.d, job: j, devices: c.devices,
+		jr := &jobReader{Files: cgroupfs.NewFiles(r, s.Problem), r: r, s: s, ch: ch, d: &c.d, job: j, devices: c.devices,
 			series: c.pairs.Job(j), state: c.state.Job(s, j), now: c.opts.Now}
-		defer jr.close()
+		defer jr.Close()
 		if j.Version == 2 {
 			jr.v2()
 		} else {

@@ -1,9 +1,6 @@
 package cgroup
 
 import (
-	"errors"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,7 +12,8 @@ import (
 
 // jobReader reads one job's cgroup files during one scrape.
 type jobReader struct {
-	r       *cgroupfs.Reader
+	*cgroupfs.Files
+	r       *cgroupfs.Reader // for the files read outside Files (v1 events)
 	s       *collector.Scrape
 	ch      chan<- prometheus.Metric
 	d       *cgroupDescs
@@ -24,75 +22,11 @@ type jobReader struct {
 	series  *collector.JobSeries
 	state   *collector.Entry[jobState]
 	now     func() time.Time
-	gone    bool // the job's cgroup vanished: stop quietly
-	dirs    []cgroupfs.Dir
 }
 
-// dir returns the open directory for path, opening it on first use; a job
-// directory that cannot be opened because it is gone ends the job quietly.
-func (jr *jobReader) dir(path string) (cgroupfs.Dir, bool) {
-	for _, d := range jr.dirs {
-		if d.Path() == path {
-			return d, true
-		}
-	}
-	d, err := jr.r.OpenDir(path)
-	if err != nil {
-		jr.fail(err, true)
-		return d, false
-	}
-	jr.dirs = append(jr.dirs, d)
-	return d, true
-}
+func (jr *jobReader) read(dir, name string) []byte { return jr.Read(dir, name) }
 
-// close releases the job's open directories.
-func (jr *jobReader) close() {
-	for _, d := range jr.dirs {
-		d.Close()
-	}
-	jr.dirs = jr.dirs[:0]
-}
-
-func (jr *jobReader) fail(err error, isDir bool) {
-	switch {
-	case cgroupfs.Gone(err):
-		if isDir {
-			jr.gone = true
-		}
-	case errors.Is(err, os.ErrPermission):
-		jr.s.Problem("permission_denied", err)
-	default:
-		jr.s.Problem("read_failed", err)
-	}
-}
-
-// read returns a file's content, or nil when it is absent (the kernel or
-// the controller does not provide it), gone, or unreadable (reported).
-func (jr *jobReader) read(dir, name string) []byte {
-	if jr.gone || dir == "" {
-		return nil
-	}
-	d, ok := jr.dir(dir)
-	if !ok {
-		return nil
-	}
-	b, err := jr.r.ReadIn(d, name)
-	if err == nil {
-		return b
-	}
-	if cgroupfs.Gone(err) {
-		// An absent file is a kernel without it; a removed directory is a
-		// job that ended mid-scrape. Both are silent.
-		jr.gone = d.Removed()
-		return nil
-	}
-	jr.fail(err, false)
-	return nil
-}
-
-func (jr *jobReader) malformed(dir, name string, err error) {
-	jr.s.Problem("malformed_file", &discovery.DirError{Path: filepath.Join(dir, name), Why: err.Error()})
-}
+func (jr *jobReader) malformed(dir, name string, err error) { jr.Malformed(dir, name, err) }
 
 func (jr *jobReader) emit(desc *collector.Desc, t prometheus.ValueType, v float64, extra ...string) {
 	jr.ch <- jr.series.Metric(desc, t, v, extra...)
@@ -100,16 +34,49 @@ func (jr *jobReader) emit(desc *collector.Desc, t prometheus.ValueType, v float6
 
 // uintFile emits a file holding one number, divided by div (to base units).
 func (jr *jobReader) uintFile(dir, name string, desc *collector.Desc, t prometheus.ValueType, div float64, extra ...string) {
-	b := jr.read(dir, name)
-	if b == nil {
-		return
+	if v, ok := jr.Uint(dir, name); ok {
+		jr.emit(desc, t, float64(v)/div, extra...)
 	}
-	v, err := cgroupfs.ParseUint(b)
-	if err != nil {
-		jr.malformed(dir, name, err)
-		return
+}
+
+// usage emits the scrape's shared reading of the job's CPU, memory and
+// cores (read once for every collector), and reports its bad files here,
+// where the series they would have given are missing.
+func (jr *jobReader) usage() *collector.Usage {
+	u := jr.s.Usage(jr.job)
+	for _, p := range u.Problems {
+		jr.s.Problem(p.Cause, p.Err)
 	}
-	jr.emit(desc, t, float64(v)/div, extra...)
+	if u.Gone {
+		jr.Gone = true
+		return u
+	}
+	for _, f := range [...]struct {
+		has  collector.UsageFields
+		desc *collector.Desc
+		v    float64
+		mode string
+	}{
+		{collector.HasMemory, jr.d.memUsage, u.Memory, ""},
+		{collector.HasCPU, jr.d.cpuUsage, u.CPU, ""},
+		{collector.HasUser, jr.d.cpuMode, u.User, "user"},
+		{collector.HasSystem, jr.d.cpuMode, u.System, "system"},
+		{collector.HasPeriods, jr.d.cpuPeriods, u.Periods, ""},
+		{collector.HasThrottled, jr.d.cpuThrottled, u.Throttled, ""},
+		{collector.HasThrottledTime, jr.d.cpuThrottledTime, u.ThrottledTime, ""},
+		{collector.HasCPUs, jr.d.cpus, float64(len(u.CPUs)), ""},
+	} {
+		switch {
+		case u.Has&f.has == 0:
+		case f.mode != "":
+			jr.ch <- jr.series.Counter(f.desc, f.v, f.mode)
+		case f.desc == jr.d.memUsage || f.desc == jr.d.cpus:
+			jr.ch <- jr.series.Gauge(f.desc, f.v)
+		default:
+			jr.ch <- jr.series.Counter(f.desc, f.v)
+		}
+	}
+	return u
 }
 
 // limitFile emits a limit unless it is unlimited; it returns the value.
@@ -186,21 +153,6 @@ func (jr *jobReader) flat(dir, name string, t *flatTable) bool {
 		jr.malformed(dir, name, err)
 	}
 	return true
-}
-
-// cpuCount emits the number of CPUs in a cpuset file and returns them.
-func (jr *jobReader) cpuset(dir, name string) []int {
-	b := jr.readStatic(dir, name)
-	if b == nil {
-		return nil
-	}
-	cpus, err := cgroupfs.ParseCPUList(b)
-	if err != nil {
-		jr.malformed(dir, name, err)
-		return nil
-	}
-	jr.emit(jr.d.cpus, prometheus.GaugeValue, float64(len(cpus)))
-	return cpus
 }
 
 func (jr *jobReader) pressure(dir string) {

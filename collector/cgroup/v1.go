@@ -33,9 +33,9 @@ var cpuStatV1 = newFlatTable(
 
 // v1 reads the job-level directory of each v1 controller that has the job.
 func (jr *jobReader) v1(perCore bool) {
+	u := jr.usage()
 	mem := jr.job.V1["memory"]
 	if mem != "" {
-		jr.uintFile(mem, "memory.usage_in_bytes", jr.d.memUsage, prometheus.GaugeValue, 1)
 		jr.uintFile(mem, "memory.max_usage_in_bytes", jr.d.memPeak, prometheus.GaugeValue, 1)
 		limit, limited := jr.limitFile(mem, "memory.limit_in_bytes", jr.d.memLimit)
 		jr.flat(mem, "memory.stat", memStatV1)
@@ -45,15 +45,10 @@ func (jr *jobReader) v1(perCore bool) {
 		}
 		jr.v1MemoryEvents(mem)
 	}
-	var cpus []int
-	if cs := jr.job.V1["cpuset"]; cs != "" {
-		cpus = jr.cpuset(cs, "cpuset.cpus")
-	}
 	if acct := jr.job.V1["cpuacct"]; acct != "" {
-		jr.uintFile(acct, "cpuacct.usage", jr.d.cpuUsage, prometheus.CounterValue, 1e9)
 		jr.flat(acct, "cpuacct.stat", cpuacctStat)
 		if perCore {
-			jr.perCore(acct, cpus)
+			jr.perCore(acct, u.CPUs)
 		}
 	}
 	if cpu := jr.job.V1["cpu"]; cpu != "" {

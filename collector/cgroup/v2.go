@@ -23,14 +23,6 @@ var memEventsV2 = func() *flatTable {
 	return newFlatTable(keys...)
 }()
 
-var cpuStatV2 = newFlatTable(
-	flatKey{"usage_usec", func(d *cgroupDescs) *collector.Desc { return d.cpuUsage }, "", prometheus.CounterValue, 1e6},
-	flatKey{"user_usec", cpuModeDesc, "user", prometheus.CounterValue, 1e6},
-	flatKey{"system_usec", cpuModeDesc, "system", prometheus.CounterValue, 1e6},
-	flatKey{"nr_periods", cpuPeriodsDesc, "", prometheus.CounterValue, 1},
-	flatKey{"nr_throttled", cpuThrottledDesc, "", prometheus.CounterValue, 1},
-	flatKey{"throttled_usec", cpuThrottledTimeDesc, "", prometheus.CounterValue, 1e6})
-
 // memStatKeys pairs raw memory.stat keys with their type label.
 func memStatKeys(pairs ...string) []flatKey {
 	keys := make([]flatKey, 0, len(pairs)/2)
@@ -49,8 +41,7 @@ func cpuThrottledTimeDesc(d *cgroupDescs) *collector.Desc { return d.cpuThrottle
 // is hierarchical, so steps coming and going never make it go backwards.
 func (jr *jobReader) v2() {
 	dir := jr.job.Dir
-	jr.uintFile(dir, "memory.current", jr.d.memUsage, prometheus.GaugeValue, 1)
-	if jr.gone {
+	if jr.usage(); jr.Gone {
 		return
 	}
 	jr.uintFile(dir, "memory.peak", jr.d.memPeak, prometheus.GaugeValue, 1)
@@ -59,10 +50,6 @@ func (jr *jobReader) v2() {
 	jr.uintFile(dir, "memory.swap.current", jr.d.swapUsage, prometheus.GaugeValue, 1)
 	jr.limitFile(dir, "memory.swap.max", jr.d.swapLimit)
 	jr.flat(dir, "memory.events", memEventsV2)
-	jr.flat(dir, "cpu.stat", cpuStatV2)
-	if jr.cpuset(dir, "cpuset.cpus.effective") == nil && !jr.gone {
-		jr.cpuset(dir, "cpuset.cpus")
-	}
 	jr.pressure(dir)
 	if b := jr.read(dir, "io.stat"); b != nil {
 		stats, err := cgroupfs.ParseIOStat(b)

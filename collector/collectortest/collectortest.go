@@ -40,5 +40,11 @@ var serial atomic.Uint64
 // Scrape is a scrape of the one collector called name, numbered after
 // every scrape the test binary made before, as an exporter would.
 func Scrape(ctx context.Context, name string, jobs []*discovery.Job, p *collector.Problems) *collector.Scrape {
-	return collector.NewScrape(ctx, name, collector.ScrapeOptions{Serial: serial.Add(1), Jobs: jobs, Problems: p})
+	return ScrapeWith(ctx, name, collector.ScrapeOptions{Jobs: jobs, Problems: p})
+}
+
+// ScrapeWith is Scrape with the options given (its serial number set).
+func ScrapeWith(ctx context.Context, name string, o collector.ScrapeOptions) *collector.Scrape {
+	o.Serial = serial.Add(1)
+	return collector.NewScrape(ctx, name, o)
 }

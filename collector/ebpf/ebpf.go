@@ -1,8 +1,8 @@
 package ebpf
 
 import (
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -11,13 +11,12 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/bpf"
-	"github.com/jobscope/jobscope/cgroupfs"
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/discovery"
 )
 
-// EBPFOptions configure the ebpf collector.
-type EBPFOptions struct {
+// Options configure the eBPF programs.
+type Options struct {
 	PinPath      string
 	MaxJobs      uint32
 	Stats        bool
@@ -25,7 +24,21 @@ type EBPFOptions struct {
 	V1Controller string
 }
 
-// Factory describes the ebpf collector.
+// RegisterFlags adds the --bpf.* flags. cmd registers them and loads the
+// programs (Load) before the collectors are built: the cgroup and process
+// collectors need to know whether they are loaded.
+func RegisterFlags(fs *pflag.FlagSet) *Options {
+	o := &Options{}
+	fs.StringVar(&o.PinPath, "bpf.pin-path", "/sys/fs/bpf/jobscope", "bpffs directory the ebpf collector pins its maps in, so a restart carries the counters on (\"\" pins nothing). bpffs is mounted at /sys/fs/bpf if nothing is mounted there.")
+	fs.Uint32Var(&o.MaxJobs, "bpf.max-jobs", 1024, "Job cgroups the ebpf counter map holds; more are counted in jobscope_bpf_map_overflows_total.")
+	fs.BoolVar(&o.Stats, "bpf.stats", false, "Turn on the kernel's BPF run-time statistics (kernel.bpf_stats_enabled, ~20 ns per program run) for jobscope_bpf_program_* metrics.")
+	fs.BoolVar(&o.Network, "bpf.network", true, "Count job network traffic (cgroup_skb programs on the cgroup v2 root).")
+	fs.StringVar(&o.V1Controller, "bpf.v1-controller", "cpuacct", "cgroup v1 hierarchy that keys jobs on v1 and hybrid hosts (cpuacct or memory; the other is used when it is not mounted).")
+	return o
+}
+
+// Factory describes the ebpf collector. Its programs are loaded by cmd
+// (Load) and reach it on Env.BPF.
 func Factory() collector.Factory {
 	return collector.Factory{
 		Name:      "ebpf",
@@ -33,14 +46,8 @@ func Factory() collector.Factory {
 		DefaultIn: []collector.Mode{collector.ModeNode},
 		NeedsJobs: true,
 		Descs:     func() []*collector.Desc { return collector.DescsOf(newEBPFDescs()) },
-		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
-			o := &EBPFOptions{}
-			fs.StringVar(&o.PinPath, "bpf.pin-path", "/sys/fs/bpf/jobscope", "bpffs directory the ebpf collector pins its maps in, so a restart carries the counters on (\"\" pins nothing). bpffs is mounted at /sys/fs/bpf if nothing is mounted there.")
-			fs.Uint32Var(&o.MaxJobs, "bpf.max-jobs", 1024, "Job cgroups the ebpf counter map holds; more are counted in jobscope_bpf_map_overflows_total.")
-			fs.BoolVar(&o.Stats, "bpf.stats", false, "Turn on the kernel's BPF run-time statistics (kernel.bpf_stats_enabled, ~20 ns per program run) for jobscope_bpf_program_* metrics.")
-			fs.BoolVar(&o.Network, "bpf.network", true, "Count job network traffic (cgroup_skb programs on the cgroup v2 root).")
-			fs.StringVar(&o.V1Controller, "bpf.v1-controller", "cpuacct", "cgroup v1 hierarchy that keys jobs on v1 and hybrid hosts (cpuacct or memory; the other is used when it is not mounted).")
-			return func(env *collector.Env) (collector.Collector, error) { return NewEBPFCollector(env, *o) }
+		Flags: func(*pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
+			return func(env *collector.Env) (collector.Collector, error) { return New(env) }
 		},
 	}
 }
@@ -48,7 +55,6 @@ func Factory() collector.Factory {
 // ebpfCollector joins the BPF maps to the discovered jobs.
 type ebpfCollector struct {
 	reader bpf.Reader
-	closer func() error
 	// keyOf gives the map key of a job (false: the job has no directory
 	// in a hierarchy the programs key by, or it vanished).
 	keyOf func(j *discovery.Job) (bpf.Key, bool)
@@ -56,20 +62,23 @@ type ebpfCollector struct {
 	pairs *collector.PairCache
 }
 
-// NewEBPFCollector loads and attaches the programs. Any failure (no root, no
-// BTF, a verifier rejection) is returned, so the framework logs it once and
-// reports the collector unavailable.
-func NewEBPFCollector(env *collector.Env, o EBPFOptions) (collector.Collector, error) {
-	var layout discovery.Layout
-	if env.Discoverer != nil {
-		layout = env.Discoverer.Layout()
-	} else {
-		l, err := discovery.DetectLayout(env.CgroupFS, procFS(env))
-		if err != nil {
-			return nil, fmt.Errorf("finding cgroup mounts: %w", err)
+// New builds the collector over the programs cmd loaded; when loading
+// failed, it returns why, and the framework logs it once and reports the
+// collector unavailable.
+func New(env *collector.Env) (collector.Collector, error) {
+	if env.BPF == nil {
+		if env.BPFErr != nil {
+			return nil, env.BPFErr
 		}
-		layout = l
+		return nil, errors.New("eBPF programs not loaded")
 	}
+	return newEBPFCollector(env.BPF.Reader, env.BPF.Key), nil
+}
+
+// Load loads and attaches the programs for the node's cgroup layout. Any
+// failure (no root, no BTF, a verifier rejection) is returned.
+func Load(env *collector.Env, o Options) (*collector.BPF, error) {
+	layout := env.Layout
 	v1 := ""
 	for _, c := range []string{o.V1Controller, bpf.V1Cpuacct, bpf.V1Memory} {
 		if (c == bpf.V1Cpuacct || c == bpf.V1Memory) && layout.V1[c] != "" {
@@ -104,15 +113,7 @@ func NewEBPFCollector(env *collector.Env, o EBPFOptions) (collector.Collector, e
 		}
 		env.Logger.Info("ebpf collector loaded", args...)
 	}
-	if env.Shared != nil {
-		// The cgroup collector drops its per-core series and the process
-		// collector its /proc/<pid>/io fallback while these are set.
-		env.Shared.Set(collector.SharedEBPFPerCore, true)
-		env.Shared.Set(collector.EBPFLoadedKey, true)
-	}
-	c := newEBPFCollector(objs, dirKeys(v1, hier))
-	c.closer = objs.Close
-	return c, nil
+	return &collector.BPF{Reader: objs, Key: dirKeys(v1, hier), Close: objs.Close}, nil
 }
 
 func procFS(env *collector.Env) string {
@@ -142,14 +143,6 @@ func newEBPFCollector(r bpf.Reader, keyOf func(*discovery.Job) (bpf.Key, bool)) 
 	return &ebpfCollector{reader: r, keyOf: keyOf, d: newEBPFDescs(), pairs: collector.NewPairCache()}
 }
 
-// Close detaches the programs (pinned maps stay for the next run).
-func (c *ebpfCollector) Close() error {
-	if c.closer == nil {
-		return nil
-	}
-	return c.closer()
-}
-
 func (c *ebpfCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
 	snap, err := c.reader.Read()
 	if err != nil {
@@ -164,7 +157,7 @@ func (c *ebpfCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric
 		if cnt == nil {
 			continue // nothing ran in the job since the programs were attached
 		}
-		c.emitJob(ch, c.pairs.Job(j), cnt, snap.Self.Network, jobCPUs(j))
+		c.emitJob(ch, c.pairs.Job(j), cnt, snap.Self.Network, s.Usage(j).CPUs)
 	}
 	c.emitSelf(ch, &snap.Self)
 	return nil
@@ -213,21 +206,4 @@ func (c *ebpfCollector) emitSelf(ch chan<- prometheus.Metric, s *bpf.Self) {
 		counter(c.d.runs, float64(p.RunCount), p.Name)
 		counter(c.d.misses, float64(p.RecursionMisses), p.Name)
 	}
-}
-
-// jobCPUs returns the job's cpuset (nil when it cannot be read).
-func jobCPUs(j *discovery.Job) []int {
-	dir, name := j.ControllerDir("cpuset"), "cpuset.cpus.effective"
-	if j.Version == 1 {
-		name = "cpuset.cpus"
-	}
-	if dir == "" {
-		return nil
-	}
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		return nil
-	}
-	cpus, _ := cgroupfs.ParseCPUList(b)
-	return cpus
 }

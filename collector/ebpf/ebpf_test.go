@@ -2,6 +2,7 @@ package ebpf
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,22 +75,21 @@ func TestEBPFGolden(t *testing.T) {
 	}
 }
 
-// TestEBPFUnavailable checks the degrade path: a constructor error naming
-// the cause (which the framework logs once, reporting success 0) and no
-// "ebpf provides per-core/IO" flags for the other collectors. A pin path
-// off bpffs fails with or without root, before any program is loaded.
+// TestEBPFUnavailable checks the degrade path: Load fails naming the cause
+// (cmd keeps it on Env), and the collector's constructor returns it, which
+// the framework logs once, reporting success 0. A pin path off bpffs fails
+// with or without root, before any program is loaded.
 func TestEBPFUnavailable(t *testing.T) {
-	env := &collector.Env{Shared: collector.NewShared()}
-	c, err := NewEBPFCollector(env, EBPFOptions{PinPath: filepath.Join(t.TempDir(), "pins"), MaxJobs: 8})
+	env := &collector.Env{}
+	b, err := Load(env, Options{PinPath: filepath.Join(t.TempDir(), "pins"), MaxJobs: 8})
 	if err == nil {
-		c.(*ebpfCollector).Close()
+		_ = b.Close()
 		t.Fatal("loaded with a pin path outside bpffs")
 	}
 	t.Logf("unavailable as expected: %v", err)
-	for _, k := range []string{collector.SharedEBPFPerCore, collector.EBPFLoadedKey} {
-		if _, ok := env.Shared.Lookup(k); ok {
-			t.Errorf("%s set although the collector did not load", k)
-		}
+	env.BPFErr = err
+	if _, cerr := New(env); !errors.Is(cerr, err) {
+		t.Errorf("constructor error %v, want the load error", cerr)
 	}
 }
 

@@ -57,13 +57,17 @@ func TestEBPFCollectorPrivileged(t *testing.T) {
 	mk(filepath.Join(v1Job, "step_0", "task_0"))
 	mk(filepath.Join(v2Job, "step_0", "user", "task_0"))
 
-	env := &collector.Env{Shared: collector.NewShared(), ProcFS: "/proc",
-		Discoverer: discovery.New(discovery.Config{Layout: layout, ProcFS: "/proc"})}
-	c, err := NewEBPFCollector(env, EBPFOptions{MaxJobs: 64, Network: true, V1Controller: "cpuacct"})
-	if err != nil {
-		t.Fatalf("loading: %v", err)
+	env := &collector.Env{ProcFS: "/proc", Layout: layout}
+	env.BPF, env.BPFErr = Load(env, Options{MaxJobs: 64, Network: true, V1Controller: "cpuacct"})
+	if env.BPFErr != nil {
+		t.Fatalf("loading: %v", env.BPFErr)
 	}
-	defer c.(*ebpfCollector).Close()
+	defer env.BPF.Close()
+	c, err := New(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disc := discovery.New(discovery.Config{Layout: layout, ProcFS: "/proc"})
 
 	for _, task := range []string{filepath.Join(v1Job, "step_0", "task_0"), filepath.Join(v2Job, "step_0", "user", "task_0")} {
 		script := fmt.Sprintf(`echo $$ > %s/cgroup.procs && exec taskset -c 1 timeout 0.3 sh -c 'while :; do :; done'`, task)
@@ -72,7 +76,7 @@ func TestEBPFCollectorPrivileged(t *testing.T) {
 		}
 	}
 	reg := prometheus.NewPedanticRegistry()
-	jobs := env.Discoverer.Discover(context.Background(), func(string, error) {})
+	jobs := disc.Discover(context.Background(), func(string, error) {})
 	reg.MustRegister(scrapeOne{c, jobs})
 	mfs, err := reg.Gather()
 	if err != nil {

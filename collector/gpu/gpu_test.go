@@ -17,7 +17,6 @@ import (
 	"github.com/jobscope/jobscope/collector/discovery"
 	"github.com/jobscope/jobscope/gpu"
 	"github.com/jobscope/jobscope/internal/testutil"
-	"github.com/jobscope/jobscope/power"
 )
 
 // gpuFixture builds an exporter with only the gpu collector over
@@ -34,14 +33,20 @@ func gpuFixture(t testing.TB, node string, open func(gpu.Config) (gpu.Backend, e
 		LookupUser: collectortest.LookupUser,
 		StartTime:  func(string) int64 { return 1795000000 }, ProcOwner: collectortest.FixtureOwner,
 	})
-	env := &collector.Env{ProcFS: filepath.Join(root, "proc"), Shared: collector.NewShared()}
-	c, err := NewGPUCollector(env, GPUOptions{Backend: "auto", MappingDir: filepath.Join(root, "mapping"), Open: open})
+	env := &collector.Env{ProcFS: filepath.Join(root, "proc")}
+	c, err := build(env, Options{Backend: "auto", MappingDir: filepath.Join(root, "mapping"), Open: open})
 	if err != nil {
 		t.Fatal(err)
 	}
 	problems := collector.NewProblems(nil)
-	exp := collector.NewExporter(map[string]collector.Collector{"gpu": c}, collector.Options{Jobs: disc.Discover, Problems: problems, Info: collector.BuildInfo{Version: "test", Revision: "test", GoVersion: "go"}})
+	exp := collector.NewExporter(map[string]collector.Collector{"gpu": c}, collector.Options{Jobs: disc.Discover, GPU: env.GPU, Problems: problems, Info: collector.BuildInfo{Version: "test", Revision: "test", GoVersion: "go"}})
 	return exp, problems
+}
+
+// build opens the GPU source onto env and builds the collector, as cmd does.
+func build(env *collector.Env, o Options) (collector.Collector, error) {
+	env.GPU, env.GPUErr = Open(env, o)
+	return New(env)
 }
 
 // fakeDCGM opens testdata/gpu/dcgm-fake.json as the DCGM backend that
@@ -111,13 +116,14 @@ func TestGPUDemoFixture(t *testing.T) {
 	}
 	disc := discovery.New(discovery.Config{Layout: layout, ProcFS: filepath.Join(root, "proc"), PropsDir: filepath.Join(root, "props"),
 		LookupUser: func(int) (string, error) { return "", errors.New("none") }, ProcOwner: collectortest.FixtureOwner})
-	c, err := NewGPUCollector(&collector.Env{ProcFS: filepath.Join(root, "proc")}, GPUOptions{
+	env := &collector.Env{ProcFS: filepath.Join(root, "proc")}
+	c, err := build(env, Options{
 		Backend: "fake", FakeFile: filepath.Join("..", "..", "testdata", "gpu", "demo.json"),
 		MappingDir: filepath.Join("..", "..", "testdata", "gpu", "demo-mapping")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	exp := collector.NewExporter(map[string]collector.Collector{"gpu": c}, collector.Options{Jobs: disc.Discover, Problems: collector.NewProblems(nil)})
+	exp := collector.NewExporter(map[string]collector.Collector{"gpu": c}, collector.Options{Jobs: disc.Discover, GPU: env.GPU, Problems: collector.NewProblems(nil)})
 	g := collectortest.Gatherer(exp)
 	out := string(testutil.Exposition(t, g))
 	for _, want := range []string{
@@ -139,7 +145,7 @@ func TestGPUNoDriver(t *testing.T) {
 	noDev := func(gpu.Config) (gpu.Backend, error) {
 		return nil, fmt.Errorf("%w: nvml init: ERROR_LIBRARY_NOT_FOUND", gpu.ErrNoDevice)
 	}
-	c, err := NewGPUCollector(&collector.Env{Shared: collector.NewShared()}, GPUOptions{Backend: "auto", Open: noDev})
+	c, err := build(&collector.Env{}, Options{Backend: "auto", Open: noDev})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,12 +169,12 @@ func TestGPUNoDriver(t *testing.T) {
 	}
 
 	// The real thing on this machine: no driver, or no cgo.
-	c, err = NewGPUCollector(&collector.Env{}, GPUOptions{Backend: "auto"})
+	c, err = build(&collector.Env{}, Options{Backend: "auto"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gc := c.(*gpuCollector); gc.backend != nil {
-		gc.backend.Close()
+	if gc := c.(*gpuCollector); gc.source != nil {
+		gc.source.Close()
 		t.Skip("an NVIDIA driver is installed here")
 	}
 	err = c.Collect(collectortest.Scrape(context.Background(), "gpu", nil, nil), make(chan prometheus.Metric, 10))
@@ -178,12 +184,12 @@ func TestGPUNoDriver(t *testing.T) {
 }
 
 func TestGPUConfigErrors(t *testing.T) {
-	for _, o := range []GPUOptions{{Backend: "cuda"}, {Backend: "fake"}, {Backend: "fake", FakeFile: "/nonexistent.json"}} {
-		if _, err := NewGPUCollector(&collector.Env{}, o); err == nil {
+	for _, o := range []Options{{Backend: "cuda"}, {Backend: "fake"}, {Backend: "fake", FakeFile: "/nonexistent.json"}} {
+		if _, err := build(&collector.Env{}, o); err == nil {
 			t.Errorf("%+v: no error", o)
 		}
 	}
-	if c, err := NewGPUCollector(&collector.Env{}, GPUOptions{Backend: "none"}); err != nil || c.(*gpuCollector).backend != nil {
+	if c, err := build(&collector.Env{}, Options{Backend: "none"}); err != nil || c.(*gpuCollector).source != nil {
 		t.Errorf("none: %v", err)
 	}
 }
@@ -219,15 +225,24 @@ func TestGPUXidAttribution(t *testing.T) {
 		}
 	}
 
-	// Collect with no jobs at all: per-job counts are dropped.
+	// Scrapes with no jobs at all: the jobs' counts are not emitted, and
+	// they are dropped with the jobs' state; the node's stay.
 	c := gpuCollectorOf(t, exp)
-	ch := make(chan prometheus.Metric, 1000)
-	if err := c.Collect(collectortest.Scrape(context.Background(), "gpu", nil, collector.NewProblems(nil)), ch); err != nil {
-		t.Fatal(err)
+	for i := range collector.StateGrace {
+		ch := make(chan prometheus.Metric, 1000)
+		s := collector.NewScrape(context.Background(), "gpu", collector.ScrapeOptions{Serial: uint64(3 + i), GPU: c.source})
+		if err := c.Collect(s, ch); err != nil {
+			t.Fatal(err)
+		}
+		close(ch)
+		for m := range ch {
+			if strings.Contains(m.Desc().String(), "slurm_job_gpu_xid") {
+				t.Fatal("an ended job's Xid count is emitted")
+			}
+		}
 	}
-	close(ch)
-	if len(c.xidJob) != 0 || len(c.xidNode) != 1 {
-		t.Errorf("after the jobs ended: %d job counts, %d node counts", len(c.xidJob), len(c.xidNode))
+	if c.xidJob.Len() != 0 || len(c.xidNode) != 1 {
+		t.Errorf("after the jobs ended: %d jobs' counts, %d node counts", c.xidJob.Len(), len(c.xidNode))
 	}
 }
 
@@ -260,46 +275,4 @@ type gpuOtherCollector func(s *collector.Scrape, ch chan<- prometheus.Metric) er
 
 func (f gpuOtherCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
 	return f(s, ch)
-}
-
-// The power collector gets each GPU's energy and holder from the gpu
-// collector's last scrape.
-func TestGPUEnergyShared(t *testing.T) {
-	_, open := fakeDCGM(t)
-	env := &collector.Env{ProcFS: filepath.Join("..", "..", "testdata", "gpu", "node-v2", "proc"), Shared: collector.NewShared()}
-	c, err := NewGPUCollector(env, GPUOptions{MappingDir: filepath.Join("..", "..", "testdata", "gpu", "node-v2", "mapping"), Open: open})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, ok := env.Shared.Lookup(power.GPUEnergyKey)
-	src, _ := v.(power.GPUEnergySource)
-	if !ok || src == nil {
-		t.Fatal("no GPU energy source shared")
-	}
-	if devs, _ := src.GPUEnergy(context.Background()); len(devs) != 0 {
-		t.Errorf("before any scrape: %v", devs)
-	}
-	jobs := func() []*discovery.Job {
-		return []*discovery.Job{{ID: "301", Version: 2, Meta: discovery.Meta{User: "bob", Account: "chemistry"}}}
-	}
-	ch := make(chan prometheus.Metric, 1000)
-	if err := c.Collect(collectortest.Scrape(context.Background(), "gpu", jobs(), collector.NewProblems(nil)), ch); err != nil {
-		t.Fatal(err)
-	}
-	devs, _ := src.GPUEnergy(context.Background())
-	if len(devs) != 8 {
-		t.Fatalf("%d devices, want the 8 physical GPUs: %v", len(devs), devs)
-	}
-	for _, d := range devs {
-		wantJob := ""
-		switch d.ID {
-		case "GPU-00000000-0000-4000-8000-000000000002": // the mapping directory
-			wantJob = "301"
-		case "GPU-00000000-0000-4000-8000-000000000004": // its process (job 300 is gone)
-			wantJob = "301"
-		}
-		if d.JobID != wantJob || d.Joules <= 0 {
-			t.Errorf("%+v, want job %q", d, wantJob)
-		}
-	}
 }

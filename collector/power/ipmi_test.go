@@ -77,7 +77,7 @@ func inbandHex(t *testing.T, name string) []byte {
 // TestPowerIPMIInBandGolden: a BMC answering in-band with the figures of
 // the saved ipmi-dcmi output gives exactly the command path's golden.
 func TestPowerIPMIInBandGolden(t *testing.T) {
-	c, root, now := powerFixture(t, PowerOptions{IdlePolicy: "capacity", Factor: 56, Country: "DE"})
+	c, root, now, gpus := powerFixture(t, PowerOptions{IdlePolicy: "capacity", Factor: 56, Country: "DE"})
 	pc := c.(*powerCollector)
 	opts := pc.opts
 	opts.IPMIMode, opts.IPMICommand = IPMIAuto, ""
@@ -86,7 +86,7 @@ func TestPowerIPMIInBandGolden(t *testing.T) {
 	var err error
 	problems := collector.NewProblems(nil)
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(powerScrape{c: c, jobs: powerJobs(root), problems: problems, err: &err})
+	reg.MustRegister(powerScrape{c: c, jobs: powerJobs(root), problems: problems, gpus: gpus, err: &err})
 	if _, gerr := reg.Gather(); gerr != nil || err != nil {
 		t.Fatalf("scrape 1: %v %v", gerr, err)
 	}
@@ -133,7 +133,7 @@ func TestPowerIPMISources(t *testing.T) {
 		{name: "off", mode: IPMIOff, command: true, resp: good},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, root, _ := powerFixture(t, PowerOptions{})
+			c, root, _, gpus := powerFixture(t, PowerOptions{})
 			pc := c.(*powerCollector)
 			opts := pc.opts
 			opts.IPMIMode = tc.mode
@@ -144,7 +144,7 @@ func TestPowerIPMISources(t *testing.T) {
 			opts.IPMIOpen = fakeBMCOpen(tc.resp, tc.openErr)
 			c, logs := powerWithLogs(t, pc, opts)
 			problems := collector.NewProblems(nil)
-			ms, err := powerCollectOnce(c, root, problems)
+			ms, err := powerCollectOnce(c, root, problems, gpus)
 			if err != nil {
 				t.Fatalf("collect: %v", err)
 			}

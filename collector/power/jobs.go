@@ -1,114 +1,33 @@
 package power
 
 import (
-	"errors"
-	"path/filepath"
+	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/jobscope/jobscope/cgroupfs"
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/discovery"
 	"github.com/jobscope/jobscope/power"
 )
 
-// JobUsageSource gives a job's cumulative CPU seconds and its memory in
-// use, the inputs of per-job energy. The cgroup reader is the default; a
-// collector with better data (eBPF CPU time) can put its own in Shared
-// under PowerJobUsageKey and the power collector uses it from the next
-// scrape on.
-type JobUsageSource interface {
-	JobUsage(j *discovery.Job) (cpuSeconds, memoryBytes float64, err error)
-}
-
-// PowerJobUsageKey is the Shared key of a JobUsageSource replacing the
-// cgroup reader.
-const PowerJobUsageKey = "power.job-usage"
-
-// errNoCPU says a job has no readable CPU accounting file.
-var errNoCPU = errors.New("no CPU accounting file for the job")
-
-// cgroupUsage reads cpu.stat usage_usec and memory.current (v2), or
-// cpuacct.usage and memory.usage_in_bytes (v1). Used under the power
-// collector's lock, so one reader buffer serves every job.
-type cgroupUsage struct{ r *cgroupfs.Reader }
-
-func newCgroupUsage() *cgroupUsage { return &cgroupUsage{r: cgroupfs.NewReader()} }
-
-func (u *cgroupUsage) JobUsage(j *discovery.Job) (float64, float64, error) {
-	var cpu, mem float64
-	if j.Version == 2 {
-		b, err := u.r.Read(filepath.Join(j.Dir, "cpu.stat"))
-		if err != nil {
-			return 0, 0, err
-		}
-		found := false
-		_ = cgroupfs.ParseFlatKeyed(b, func(k []byte, v uint64) {
-			if string(k) == "usage_usec" {
-				cpu, found = float64(v)/1e6, true
-			}
-		})
-		if !found {
-			return 0, 0, errNoCPU
-		}
-		if b, err := u.r.Read(filepath.Join(j.Dir, "memory.current")); err == nil {
-			if v, err := cgroupfs.ParseUint(b); err == nil {
-				mem = float64(v)
-			}
-		}
-		return cpu, mem, nil
-	}
-	dir := j.V1["cpuacct"]
-	if dir == "" {
-		return 0, 0, errNoCPU
-	}
-	b, err := u.r.Read(filepath.Join(dir, "cpuacct.usage"))
-	if err != nil {
-		return 0, 0, err
-	}
-	v, err := cgroupfs.ParseUint(b)
-	if err != nil {
-		return 0, 0, err
-	}
-	cpu = float64(v) / 1e9
-	if d := j.V1["memory"]; d != "" {
-		if b, err := u.r.Read(filepath.Join(d, "memory.usage_in_bytes")); err == nil {
-			if v, err := cgroupfs.ParseUint(b); err == nil {
-				mem = float64(v)
-			}
-		}
-	}
-	return cpu, mem, nil
-}
-
-func (c *powerCollector) usageSource() JobUsageSource {
-	if c.env != nil && c.env.Shared != nil {
-		if v, ok := c.env.Shared.Lookup(PowerJobUsageKey); ok {
-			if u, ok := v.(JobUsageSource); ok {
-				return u
-			}
-		}
-	}
-	return c.usage
-}
-
 // perJob reads each job's usage, steps the ledger and emits the per-job
 // counters. A source is emitted for every job while its meter is
 // configured, so series do not flap when a reading is missed.
 func (c *powerCollector) perJob(s *collector.Scrape, ch chan<- prometheus.Metric, jobs []*discovery.Job, smp power.Sample, r nodeReading, hasGPU bool) {
-	src := c.usageSource()
 	kept := make([]*discovery.Job, 0, len(jobs))
 	smp.Jobs = make([]power.JobSample, 0, len(jobs))
 	for _, j := range jobs {
-		cpu, mem, err := src.JobUsage(j)
-		if err != nil {
-			if !cgroupfs.Gone(err) {
-				s.Problem("job_usage", err)
+		// The scrape's one reading of the job's cgroup, shared with the
+		// cgroup collector (which reports its bad files).
+		u := s.Usage(j)
+		if u.Has&collector.HasCPU == 0 {
+			if !u.Gone {
+				s.Problem("job_usage", fmt.Errorf("job %s: no CPU time in its cgroup", j.ID))
 			}
 			continue
 		}
 		kept = append(kept, j)
-		smp.Jobs = append(smp.Jobs, power.JobSample{ID: j.ID, CPUSeconds: cpu, MemoryBytes: mem})
+		smp.Jobs = append(smp.Jobs, power.JobSample{ID: j.ID, CPUSeconds: u.CPU, MemoryBytes: u.Memory})
 	}
 	var sources []power.Source
 	if r.hasCPUZones {

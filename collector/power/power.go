@@ -20,6 +20,7 @@ import (
 	"github.com/jobscope/jobscope/cgroupfs"
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/discovery"
+	"github.com/jobscope/jobscope/gpu"
 	"github.com/jobscope/jobscope/power"
 )
 
@@ -99,8 +100,7 @@ type powerCollector struct {
 	cpus      float64
 	memory    float64
 
-	mu    sync.Mutex // orders node readings with ledger steps
-	usage *cgroupUsage
+	mu sync.Mutex // orders node readings with ledger steps
 }
 
 // NewPowerCollector builds the collector. RAPL zones are listed once here
@@ -124,7 +124,7 @@ func NewPowerCollector(env *collector.Env, o PowerOptions) (collector.Collector,
 	if env != nil && env.ProcFS != "" {
 		procfs = env.ProcFS
 	}
-	c := &powerCollector{env: env, opts: o, d: newPowerDescs(), pairs: collector.NewPairCache(), ledger: power.NewLedger(policy), usage: newCgroupUsage()}
+	c := &powerCollector{env: env, opts: o, d: newPowerDescs(), pairs: collector.NewPairCache(), ledger: power.NewLedger(policy)}
 	if o.RAPL {
 		c.rapl = power.NewRAPL(sysfs)
 		c.zones, _ = c.rapl.Zones() // none: no RAPL series, checked per scrape
@@ -245,6 +245,7 @@ func (c *powerCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metri
 	if c.opts.PerJob {
 		jobs = s.Jobs() // discovery may take a while: not under the lock
 	}
+	gpus := gpuEnergy(s) // likewise the scrape's GPU reading
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -254,15 +255,7 @@ func (c *powerCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metri
 	smp.CPUs, smp.Memory = c.cpus, c.memory
 	smp.NodeWatts, smp.HasNode = dcmi.Current, dcmiOK
 	smp.Factor, smp.HasFactor = factor, hasFactor
-	gpus := c.gpuSource()
-	if gpus != nil {
-		devs, err := gpus.GPUEnergy(s.Context())
-		if err != nil {
-			s.Problem("gpu_energy", err)
-		} else {
-			smp.GPUs, smp.HasGPU = devs, len(devs) > 0
-		}
-	}
+	smp.GPUs, smp.HasGPU = gpus, len(gpus) > 0
 	if len(c.zones) == 0 && c.ipmi == nil && !smp.HasGPU {
 		return fmt.Errorf("no RAPL zone under %s and no IPMI source: %w", filepath.Join(c.sysfs(), "class", "powercap"), collector.ErrNoData)
 	}
@@ -372,17 +365,32 @@ func (c *powerCollector) emissions(s *collector.Scrape, ch chan<- prometheus.Met
 	return use, ok
 }
 
-// gpuSource is the GPU collector's per-device energy, when it shares one.
-func (c *powerCollector) gpuSource() power.GPUEnergySource {
-	if c.env == nil || c.env.Shared == nil {
+// gpuEnergy is each physical GPU's energy counter and holding job in
+// this scrape's GPU reading, the one the gpu collector exports (no second
+// backend read: it would double the NVML calls, shorten the GPM sampling
+// interval and take Xid events away from the gpu collector). A MIG-enabled
+// GPU's energy is the node's: several jobs may share it. Without a
+// reading (no GPU source, or it failed: the gpu collector reports that),
+// the GPU part is skipped.
+func gpuEnergy(s *collector.Scrape) []power.GPUDevice {
+	rd, err := s.GPU()
+	if err != nil || rd == nil {
 		return nil
 	}
-	v, ok := c.env.Shared.Lookup(power.GPUEnergyKey)
-	if !ok {
-		return nil
+	out := make([]power.GPUDevice, 0, len(rd.Devices))
+	for i := range rd.Devices {
+		d := &rd.Devices[i]
+		j, ok := d.Values[gpu.EnergyJoules]
+		if !ok || d.IsMIG() {
+			continue
+		}
+		g := power.GPUDevice{ID: d.UUID, Joules: j}
+		if !d.MIGEnabled {
+			g.JobID = rd.Holder(d.UUID)
+		}
+		out = append(out, g)
 	}
-	g, _ := v.(power.GPUEnergySource)
-	return g
+	return out
 }
 
 // shareOfDeadline bounds the wait for a slow source (BMC, web API) to half

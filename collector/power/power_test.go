@@ -19,6 +19,7 @@ import (
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/collectortest"
 	"github.com/jobscope/jobscope/collector/discovery"
+	"github.com/jobscope/jobscope/gpu"
 	"github.com/jobscope/jobscope/internal/testutil"
 	"github.com/jobscope/jobscope/power"
 )
@@ -28,27 +29,38 @@ type powerScrape struct {
 	c        collector.Collector
 	jobs     []*discovery.Job
 	problems *collector.Problems
+	gpus     collector.GPUSource
 	err      *error
 }
 
 func (p powerScrape) Describe(chan<- *prometheus.Desc) {}
 
 func (p powerScrape) Collect(ch chan<- prometheus.Metric) {
-	err := p.c.Collect(collectortest.Scrape(context.Background(), "power", p.jobs, p.problems), ch)
+	err := p.c.Collect(scrape(p.jobs, p.problems, p.gpus), ch)
 	if p.err != nil {
 		*p.err = err
 	}
 }
 
-// fakeGPUs is a GPU backend sharing per-device energy: g0 held by job 104,
-// g1 idle; each scrape adds 300 J and 50 J.
+func scrape(jobs []*discovery.Job, problems *collector.Problems, gpus collector.GPUSource) *collector.Scrape {
+	return collectortest.ScrapeWith(context.Background(), "power", collector.ScrapeOptions{Jobs: jobs, Problems: problems, GPU: gpus})
+}
+
+// fakeGPUs reads two GPUs: g0 held by job 104, g1 idle; each reading adds
+// 300 J and 50 J.
 type fakeGPUs struct{ n atomic.Int32 }
 
-func (f *fakeGPUs) GPUEnergy(context.Context) ([]power.GPUDevice, error) {
+func (f *fakeGPUs) Name() string { return "fake" }
+func (f *fakeGPUs) Close() error { return nil }
+
+func (f *fakeGPUs) Read(context.Context, []*discovery.Job) (*collector.GPUReading, error) {
 	k := float64(f.n.Add(1) - 1)
-	return []power.GPUDevice{
-		{ID: "GPU-0000", JobID: "104", Joules: 1000 + 300*k},
-		{ID: "GPU-0001", Joules: 10 + 50*k},
+	return &collector.GPUReading{
+		Snapshot: &gpu.Snapshot{Devices: []gpu.Device{
+			{UUID: "GPU-0000", Values: map[gpu.Field]float64{gpu.EnergyJoules: 1000 + 300*k}},
+			{UUID: "GPU-0001", Values: map[gpu.Field]float64{gpu.EnergyJoules: 10 + 50*k}},
+		}},
+		Assign: map[string]gpu.Assignment{"GPU-0000": {JobID: "104", Method: gpu.MethodMappingDir}},
 	}, nil
 }
 
@@ -68,16 +80,15 @@ func powerJobs(root string) []*discovery.Job {
 
 // powerFixture builds the collector over a copy of testdata/power/node
 // scrape1, with IPMI answered by `cat` of a saved ipmi-dcmi output (run
-// like the real tool: exec, no shell) and a fake GPU backend in Shared.
-func powerFixture(t *testing.T, o PowerOptions) (collector.Collector, string, *time.Time) {
+// like the real tool: exec, no shell), and a fake GPU source for the
+// scrapes.
+func powerFixture(t *testing.T, o PowerOptions) (collector.Collector, string, *time.Time, collector.GPUSource) {
 	t.Helper()
 	root := t.TempDir()
 	testutil.CopyTree(t, "../../testdata/power/node/scrape1", root)
 	good, _ := filepath.Abs("../../testdata/power/ipmi/good.txt")
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	shared := collector.NewShared()
-	shared.Set(power.GPUEnergyKey, &fakeGPUs{})
-	env := &collector.Env{SysFS: filepath.Join(root, "sys"), ProcFS: filepath.Join(root, "proc"), Shared: shared}
+	env := &collector.Env{SysFS: filepath.Join(root, "sys"), ProcFS: filepath.Join(root, "proc")}
 	o.RAPL, o.PerJob = true, true
 	o.IPMICommand = "cat " + good
 	o.IPMIInterval, o.IPMITimeout = 30*time.Second, 30*time.Second
@@ -90,7 +101,7 @@ func powerFixture(t *testing.T, o PowerOptions) (collector.Collector, string, *t
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, root, &now
+	return c, root, &now, &fakeGPUs{}
 }
 
 // TestPowerGolden: scrape 1 sets the baselines; 10 s later scrape 2 has
@@ -100,12 +111,12 @@ func powerFixture(t *testing.T, o PowerOptions) (collector.Collector, string, *t
 func TestPowerGolden(t *testing.T) {
 	for _, policy := range []string{"capacity", "jobs"} {
 		t.Run(policy, func(t *testing.T) {
-			c, root, now := powerFixture(t, PowerOptions{IdlePolicy: policy, Factor: 56, Country: "DE"})
+			c, root, now, gpus := powerFixture(t, PowerOptions{IdlePolicy: policy, Factor: 56, Country: "DE"})
 			jobs := powerJobs(root)
 			problems := collector.NewProblems(nil)
 			var err error
 			reg := prometheus.NewPedanticRegistry()
-			reg.MustRegister(powerScrape{c: c, jobs: jobs, problems: problems, err: &err})
+			reg.MustRegister(powerScrape{c: c, jobs: jobs, problems: problems, gpus: gpus, err: &err})
 			if _, gerr := reg.Gather(); gerr != nil || err != nil {
 				t.Fatalf("scrape 1: %v %v", gerr, err)
 			}
@@ -137,13 +148,13 @@ func TestPowerGolden(t *testing.T) {
 // measured.
 func TestPowerSumNeverExceedsNode(t *testing.T) {
 	for _, policy := range []string{"capacity", "jobs"} {
-		c, root, now := powerFixture(t, PowerOptions{IdlePolicy: policy})
+		c, root, now, gpus := powerFixture(t, PowerOptions{IdlePolicy: policy})
 		jobs := powerJobs(root)
-		collectAll(t, c, jobs)
+		collectAll(t, c, jobs, gpus)
 		testutil.CopyTree(t, "../../testdata/power/node/scrape2", root)
 		*now = now.Add(10 * time.Second)
 		sums, rest := map[string]float64{}, map[string]float64{}
-		for _, m := range collectAll(t, c, jobs) {
+		for _, m := range collectAll(t, c, jobs, gpus) {
 			if isMetric(m.desc, "slurm_job_energy_joules_total") {
 				sums[m.labels["source"]] += m.value
 			}
@@ -172,10 +183,10 @@ type flatMetric struct {
 	value  float64
 }
 
-func collectAll(t *testing.T, c collector.Collector, jobs []*discovery.Job) []flatMetric {
+func collectAll(t *testing.T, c collector.Collector, jobs []*discovery.Job, gpus collector.GPUSource) []flatMetric {
 	t.Helper()
 	ch := make(chan prometheus.Metric, 1024)
-	if err := c.Collect(collectortest.Scrape(context.Background(), "power", jobs, collector.NewProblems(nil)), ch); err != nil {
+	if err := c.Collect(scrape(jobs, collector.NewProblems(nil), gpus), ch); err != nil {
 		t.Fatal(err)
 	}
 	close(ch)
@@ -203,7 +214,7 @@ func collectAll(t *testing.T, c collector.Collector, jobs []*discovery.Job) []fl
 // TestPowerNoHardware: no powercap tree, no IPMI, no GPU: ErrNoData, and
 // the emission factor is still there.
 func TestPowerNoHardware(t *testing.T) {
-	env := &collector.Env{SysFS: t.TempDir(), ProcFS: t.TempDir(), Shared: collector.NewShared()}
+	env := &collector.Env{SysFS: t.TempDir(), ProcFS: t.TempDir()}
 	c, err := NewPowerCollector(env, PowerOptions{RAPL: true, PerJob: true, IdlePolicy: "capacity", Factor: 100})
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +249,7 @@ func TestPowerBadOptions(t *testing.T) {
 // TestPowerIPMIGarbage: a BMC tool printing garbage gives a counted
 // problem and no IPMI series; RAPL and the other series are unaffected.
 func TestPowerIPMIGarbage(t *testing.T) {
-	c, root, _ := powerFixture(t, PowerOptions{})
+	c, root, _, gpus := powerFixture(t, PowerOptions{})
 	bad, _ := filepath.Abs("../../testdata/power/ipmi/garbage.txt")
 	pc := c.(*powerCollector)
 	opts := pc.opts
@@ -248,7 +259,7 @@ func TestPowerIPMIGarbage(t *testing.T) {
 		t.Fatal(err)
 	}
 	problems := collector.NewProblems(nil)
-	ms, err := powerCollectOnce(c, root, problems)
+	ms, err := powerCollectOnce(c, root, problems, gpus)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,14 +287,14 @@ func TestPowerLiveFactor(t *testing.T) {
 		w.Write([]byte(`{"total_count": 1, "results": [{"date_heure": "2026-11-21T11:45:00+00:00", "taux_co2": 18}]}`))
 	}))
 	defer srv.Close()
-	c, root, now := powerFixture(t, PowerOptions{Factor: 400, Provider: "rte", ProviderURL: srv.URL, HTTPClient: srv.Client()})
+	c, root, now, gpus := powerFixture(t, PowerOptions{Factor: 400, Provider: "rte", ProviderURL: srv.URL, HTTPClient: srv.Client()})
 	jobs := powerJobs(root)
-	collectAll(t, c, jobs)
+	collectAll(t, c, jobs, gpus)
 	testutil.CopyTree(t, "../../testdata/power/node/scrape2", root)
 	*now = now.Add(10 * time.Second)
 	factors := map[string]float64{}
 	var grams101 float64
-	for _, m := range collectAll(t, c, jobs) {
+	for _, m := range collectAll(t, c, jobs, gpus) {
 		if isMetric(m.desc, "jobscope_emissions_factor_grams_per_kwh") {
 			factors[m.labels["source"]] = m.value
 		}
@@ -302,44 +313,16 @@ func TestPowerLiveFactor(t *testing.T) {
 	}
 }
 
-// halfUsage stands in for an eBPF CPU-time source: every job used half
-// of what the cgroup says.
-type halfUsage struct{ u *cgroupUsage }
-
-func (h halfUsage) JobUsage(j *discovery.Job) (float64, float64, error) {
-	c, m, err := h.u.JobUsage(j)
-	return c / 2, m, err
-}
-
-// TestPowerUsageSource: a JobUsageSource in Shared replaces the cgroup one.
-func TestPowerUsageSource(t *testing.T) {
-	c, root, now := powerFixture(t, PowerOptions{})
-	c.(*powerCollector).env.Shared.Set(PowerJobUsageKey, halfUsage{newCgroupUsage()})
-	jobs := powerJobs(root)
-	collectAll(t, c, jobs)
-	testutil.CopyTree(t, "../../testdata/power/node/scrape2", root)
-	*now = now.Add(10 * time.Second)
-	for _, m := range collectAll(t, c, jobs) {
-		if isMetric(m.desc, "slurm_job_energy_joules_total") && m.labels["jobid"] == "101" && m.labels["source"] == "rapl_cpu" {
-			if m.value != 200 { // 16 of 80 CPU-s: 0.2 of 1000 J
-				t.Fatalf("job 101 rapl_cpu %v, want 200", m.value)
-			}
-			return
-		}
-	}
-	t.Fatal("no rapl_cpu series for job 101")
-}
-
 // TestPowerRAPLRefused: energy_uj unreadable (root-only on Linux >= 5.10
 // when not root) and nothing else: one explained problem, ErrNoData, and
 // the jobs keep their (zero) counters. Root reads any mode, so the file is
 // replaced by a directory, which fails for root too.
 func TestPowerRAPLRefused(t *testing.T) {
-	c, root, _ := powerFixture(t, PowerOptions{})
+	c, root, _, gpus := powerFixture(t, PowerOptions{})
 	pc := c.(*powerCollector)
 	opts := pc.opts
 	opts.IPMICommand = ""
-	pc.env.Shared = collector.NewShared() // no GPU
+	gpus = nil // no GPU
 	for _, z := range []string{"intel-rapl:0", "intel-rapl:0:0", "intel-rapl:0:1", "intel-rapl:1", "intel-rapl:1:0"} {
 		f := filepath.Join(root, "sys", "class", "powercap", z, "energy_uj")
 		if err := os.Remove(f); err != nil {
@@ -354,7 +337,7 @@ func TestPowerRAPLRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	problems := collector.NewProblems(nil)
-	ms, err := powerCollectOnce(c, root, problems)
+	ms, err := powerCollectOnce(c, root, problems, gpus)
 	if !errors.Is(err, collector.ErrNoData) || problems.Count("power", "rapl_read") != 1 {
 		t.Fatalf("err %v, rapl_read problems %v", err, problems.Count("power", "rapl_read"))
 	}
@@ -371,9 +354,9 @@ func TestPowerRAPLRefused(t *testing.T) {
 
 // powerCollectOnce runs one Collect of c over the fixture jobs under root
 // and returns what it emitted.
-func powerCollectOnce(c collector.Collector, root string, problems *collector.Problems) ([]prometheus.Metric, error) {
+func powerCollectOnce(c collector.Collector, root string, problems *collector.Problems, gpus collector.GPUSource) ([]prometheus.Metric, error) {
 	ch := make(chan prometheus.Metric, 256)
-	err := c.Collect(collectortest.Scrape(context.Background(), "power", powerJobs(root), problems), ch)
+	err := c.Collect(scrape(powerJobs(root), problems, gpus), ch)
 	close(ch)
 	var ms []prometheus.Metric
 	for m := range ch {

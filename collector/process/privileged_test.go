@@ -229,7 +229,7 @@ func TestProcessPrivileged(t *testing.T) {
 		t.Fatalf("discovery did not find job %s", id)
 		return nil
 	}
-	c, err := NewProcessCollector(&collector.Env{ProcFS: "/proc", Shared: collector.NewShared()},
+	c, err := NewProcessCollector(&collector.Env{ProcFS: "/proc"},
 		ProcessOptions{Mounts: []string{mnt}, TopN: 5, Threads: true, IO: ProcessIOOn})
 	if err != nil {
 		t.Fatal(err)

@@ -36,9 +36,9 @@ type ProcessOptions struct {
 	Threads bool
 	// IO is ProcessIOAuto, ProcessIOOn or ProcessIOOff.
 	IO string
-	// EBPFLoaded overrides how auto mode learns that the ebpf collector
-	// counts IO; nil looks up EBPFLoadedKey in env.Shared at each scrape.
-	EBPFLoaded func() bool
+	// EBPFLoaded says that the ebpf programs count IO (auto mode then
+	// leaves it to them); the factory sets it from Env.BPF.
+	EBPFLoaded bool
 }
 
 // Factory describes the process collector.
@@ -59,7 +59,11 @@ func Factory() collector.Factory {
 				"Also read every thread's stat and status: threads by state and context switches (several times the cost of the per-process files).")
 			fs.StringVar(&o.IO, "collector.process.io", ProcessIOAuto,
 				"Per-job IO from /proc/<pid>/io: auto (only while the ebpf collector is not loaded), on or off.")
-			return func(env *collector.Env) (collector.Collector, error) { return NewProcessCollector(env, *o) }
+			return func(env *collector.Env) (collector.Collector, error) {
+				o := *o
+				o.EBPFLoaded = env.BPF != nil
+				return NewProcessCollector(env, o)
+			}
 		},
 	}
 }
@@ -146,8 +150,7 @@ func newProcDescs() procDescs {
 	}
 }
 
-// ioOn decides, per scrape, whether to read the IO fallback: the ebpf
-// collector may load after this collector was built.
+// ioOn decides whether to read the IO fallback.
 func (c *processCollector) ioOn() bool {
 	switch c.opts.IO {
 	case ProcessIOOn:
@@ -155,18 +158,7 @@ func (c *processCollector) ioOn() bool {
 	case ProcessIOOff:
 		return false
 	}
-	if c.opts.EBPFLoaded != nil {
-		return !c.opts.EBPFLoaded()
-	}
-	if c.env == nil || c.env.Shared == nil {
-		return true
-	}
-	v, ok := c.env.Shared.Lookup(collector.EBPFLoadedKey)
-	if !ok {
-		return true
-	}
-	loaded, isBool := v.(bool)
-	return isBool && !loaded
+	return !c.opts.EBPFLoaded
 }
 
 func (c *processCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {

@@ -56,7 +56,7 @@ func procFixtureJobs(t testing.TB, root string) func() []*discovery.Job {
 
 func newFixtureProcCollector(t testing.TB, procRoot string, o ProcessOptions) *processCollector {
 	t.Helper()
-	c, err := NewProcessCollector(&collector.Env{ProcFS: procRoot, Shared: collector.NewShared()}, o)
+	c, err := NewProcessCollector(&collector.Env{ProcFS: procRoot}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,19 +149,29 @@ func procValues(t testing.TB, c collector.Collector, jobs func() []*discovery.Jo
 	return out
 }
 
+// In auto mode the /proc/<pid>/io fallback is on unless cmd loaded the
+// eBPF programs (Env.BPF), which count IO themselves.
 func TestProcessIOFollowsEBPF(t *testing.T) {
 	root := filepath.Join("..", "..", "testdata", "process")
-	env := &collector.Env{ProcFS: filepath.Join(root, "proc"), Shared: collector.NewShared()}
-	c, err := NewProcessCollector(env, ProcessOptions{Threads: true, IO: ProcessIOAuto, TopN: 1})
-	if err != nil {
+	env := &collector.Env{ProcFS: filepath.Join(root, "proc")}
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	build := Factory().Flags(fs)
+	if err := fs.Parse([]string{"--collector.process.threads", "--collector.process.top-n=1"}); err != nil {
 		t.Fatal(err)
 	}
 	jobs := procFixtureJobs(t, root)
 	const ioKey = "slurm_job_process_storage_io_bytes_total{direction=read}"
+	c, err := build(env)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if v, ok := procValues(t, c, jobs, "100")[ioKey]; !ok || v == 0 {
 		t.Fatalf("IO fallback off without ebpf: %v %v", v, ok)
 	}
-	env.Shared.Set(collector.EBPFLoadedKey, true)
+	env.BPF = &collector.BPF{}
+	if c, err = build(env); err != nil {
+		t.Fatal(err)
+	}
 	if _, ok := procValues(t, c, jobs, "100")[ioKey]; ok {
 		t.Fatal("IO fallback still on while ebpf is loaded")
 	}
@@ -345,7 +355,7 @@ func TestProcessConcurrentScrapes(t *testing.T) {
 
 // The same mount given twice ("/scratch", "/scratch/") is one series.
 func TestProcessMountsDeduplicated(t *testing.T) {
-	c, err := NewProcessCollector(&collector.Env{ProcFS: t.TempDir(), Shared: collector.NewShared()}, ProcessOptions{TopN: 5, Mounts: []string{"/scratch", "/scratch/", "/home"}})
+	c, err := NewProcessCollector(&collector.Env{ProcFS: t.TempDir()}, ProcessOptions{TopN: 5, Mounts: []string{"/scratch", "/scratch/", "/home"}})
 	if err != nil {
 		t.Fatal(err)
 	}
