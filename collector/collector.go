@@ -46,9 +46,6 @@ type Env struct {
 	// is missing (gpu.ErrNoDevice on a node without GPUs).
 	GPU    GPUSource
 	GPUErr error
-
-	// Shared holds the cluster collectors' Slurm command cache.
-	Shared *Shared
 }
 
 // Mode is the role of the exporter: a compute node or the controller.

@@ -19,7 +19,7 @@ import (
 // hold, at shutdown.
 func buildExporter(o *options, fs *pflag.FlagSet, set *collector.Set, mode collector.Mode, logger *slog.Logger) (*collector.Exporter, func(), error) {
 	names := set.Enabled(mode)
-	env := &collector.Env{ProcFS: o.procfs, SysFS: o.sysfs, Logger: logger, Shared: collector.NewShared()}
+	env := &collector.Env{ProcFS: o.procfs, SysFS: o.sysfs, Logger: logger}
 	eo := collector.Options{Problems: collector.NewProblems(logger), Logger: logger,
 		Info: collector.BuildInfo{Version: version, Revision: revision, GoVersion: runtime.Version()}}
 	if set.NeedsJobs(names) {
@@ -65,7 +65,6 @@ func buildExporter(o *options, fs *pflag.FlagSet, set *collector.Set, mode colle
 		if env.GPU != nil {
 			_ = env.GPU.Close()
 		}
-		env.Shared.Close()
 	}
 	return exp, release, nil
 }

@@ -9,8 +9,8 @@ import (
 
 // CommandsFactory describes the collector of jobscope's own Slurm
 // command counters (controller mode).
-func CommandsFactory() collector.Factory {
-	return slurmFactory("slurm_commands",
+func CommandsFactory(sh *shared) collector.Factory {
+	return slurmFactory(sh, "slurm_commands",
 		"jobscope's Slurm command runs, errors by cause and durations",
 		"", func(c *slurmcli.Cache) slurmCollector { return newSlurmCommands(c) })
 }
@@ -21,13 +21,13 @@ var slurmCommandCauses = []string{slurmcli.CauseTimeout, slurmcli.CauseExit, slu
 	slurmcli.CauseParse, slurmcli.CauseTooLarge, slurmcli.CauseCanceled}
 
 type slurmCommands struct {
-	cache                         *slurmcli.Cache
+	cacheRef
 	runs, errs, seconds, lastTime *collector.Desc
 }
 
 func newSlurmCommands(c *slurmcli.Cache) *slurmCommands {
 	return &slurmCommands{
-		cache: c,
+		cacheRef: cacheRef{c},
 		runs: collector.NewDesc("jobscope_slurm_command_runs_total",
 			"Slurm commands jobscope ran since start, counted by its command runner (at most one per source per --slurm.poll-interval, whatever the number of scrapes).", "command"),
 		errs: collector.NewDesc("jobscope_slurm_command_errors_total",
@@ -43,7 +43,7 @@ func newSlurmCommands(c *slurmcli.Cache) *slurmCommands {
 // collectors (single-flight: it adds no command run), so the counters
 // include the runs and errors behind this scrape's values.
 func (c *slurmCommands) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
-	c.cache.Get(s.Context())
+	c.cache.Refresh(s.Context())
 	names, stats := c.cache.Runner().Stats().Snapshot()
 	for _, n := range names {
 		st := stats[n]

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,14 +10,14 @@ import (
 )
 
 // FairshareFactory describes the fairshare collector (controller mode).
-func FairshareFactory() collector.Factory {
-	return slurmFactory("slurm_fairshare",
+func FairshareFactory(sh *shared) collector.Factory {
+	return slurmFactory(sh, "slurm_fairshare",
 		"Fairshare factors, shares and usage per account and user, from sshare (cached)",
 		slurmcli.SourceShares, func(c *slurmcli.Cache) slurmCollector { return newSlurmFairshare(c) })
 }
 
 type slurmFairshare struct {
-	cache  *slurmcli.Cache
+	cacheRef
 	status slurmSourceStatus
 
 	fairshare, levelFS, normShares, rawShares, rawUsage, effUsage *collector.Desc
@@ -29,7 +28,7 @@ func newSlurmFairshare(c *slurmcli.Cache) *slurmFairshare {
 	labels := []string{"account", "user"}
 	d := func(name, help string) *collector.Desc { return collector.NewDesc(name, help+src, labels...) }
 	return &slurmFairshare{
-		cache:      c,
+		cacheRef:   cacheRef{c},
 		status:     newSlurmSourceStatus(),
 		fairshare:  d("slurm_share_fairshare", "Fair-share factor of a user association (0 to 1, higher means more priority)."),
 		levelFS:    d("slurm_share_level_fs", "LevelFS: normalized shares over effective usage among siblings; +Inf with no usage."),
@@ -41,13 +40,9 @@ func newSlurmFairshare(c *slurmcli.Cache) *slurmFairshare {
 }
 
 func (c *slurmFairshare) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
-	v, ok, err := c.status.read(s, c.cache, slurmcli.SourceShares, ch)
+	shares, ok, err := read(c.status, s, c.cache, c.cache.Shares, slurmcli.SourceShares, ch)
 	if !ok {
 		return err
-	}
-	shares, isShares := v.([]slurmcli.Share)
-	if !isShares {
-		return fmt.Errorf("slurm shares: snapshot holds %T", v)
 	}
 	seen := map[slurmLabelPair]bool{}
 	for _, sh := range shares {

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,8 +10,8 @@ import (
 )
 
 // JobsFactory describes the cluster job collector (controller mode).
-func JobsFactory() collector.Factory {
-	return slurmFactory("slurm_jobs",
+func JobsFactory(sh *shared) collector.Factory {
+	return slurmFactory(sh, "slurm_jobs",
 		"Cluster jobs by state, partition, user and account, and pending reasons, from squeue (cached)",
 		slurmcli.SourceJobs, func(c *slurmcli.Cache) slurmCollector { return newSlurmJobs(c) })
 }
@@ -31,7 +30,7 @@ func newSlurmJobGroupDescs(prefix, what string, labels []string) slurmJobGroupDe
 }
 
 type slurmJobs struct {
-	cache   *slurmcli.Cache
+	cacheRef
 	status  slurmSourceStatus
 	byPart  slurmJobGroupDescs
 	byUser  slurmJobGroupDescs
@@ -41,11 +40,11 @@ type slurmJobs struct {
 
 func newSlurmJobs(c *slurmcli.Cache) *slurmJobs {
 	return &slurmJobs{
-		cache:  c,
-		status: newSlurmSourceStatus(),
-		byPart: newSlurmJobGroupDescs("slurm_jobs", "partition and state", []string{"partition", "state"}),
-		byUser: newSlurmJobGroupDescs("slurm_user_jobs", "user and state", []string{"user", "state"}),
-		byAcct: newSlurmJobGroupDescs("slurm_account_jobs", "account and state", []string{"account", "state"}),
+		cacheRef: cacheRef{c},
+		status:   newSlurmSourceStatus(),
+		byPart:   newSlurmJobGroupDescs("slurm_jobs", "partition and state", []string{"partition", "state"}),
+		byUser:   newSlurmJobGroupDescs("slurm_user_jobs", "user and state", []string{"user", "state"}),
+		byAcct:   newSlurmJobGroupDescs("slurm_account_jobs", "account and state", []string{"account", "state"}),
 		pending: collector.NewDesc("slurm_jobs_pending",
 			"Pending jobs by partition and the reason Slurm gives (Priority, Resources, BeginTime, JobHeldUser, ...); a pending job array counts each task. From squeue, cached per --slurm.poll-interval.", "partition", "reason"),
 	}
@@ -56,13 +55,9 @@ type slurmJobSums struct{ jobs, cpus, mem, gpus float64 }
 type slurmLabelPair [2]string
 
 func (c *slurmJobs) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
-	v, ok, err := c.status.read(s, c.cache, slurmcli.SourceJobs, ch)
+	jobs, ok, err := read(c.status, s, c.cache, c.cache.Jobs, slurmcli.SourceJobs, ch)
 	if !ok {
 		return err
-	}
-	jobs, isJobs := v.([]slurmcli.Job)
-	if !isJobs {
-		return fmt.Errorf("slurm jobs: snapshot holds %T", v)
 	}
 	byPart := map[slurmLabelPair]*slurmJobSums{}
 	byUser := map[slurmLabelPair]*slurmJobSums{}

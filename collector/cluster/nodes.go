@@ -10,14 +10,14 @@ import (
 )
 
 // NodesFactory describes the cluster node collector (controller mode).
-func NodesFactory() collector.Factory {
-	return slurmFactory("slurm_nodes",
+func NodesFactory(sh *shared) collector.Factory {
+	return slurmFactory(sh, "slurm_nodes",
 		"Cluster nodes by state, CPUs, memory and GPUs, overall and per partition, from sinfo --json or scontrol show node (cached)",
 		slurmcli.SourceNodes, func(c *slurmcli.Cache) slurmCollector { return newSlurmNodes(c) })
 }
 
 type slurmNodes struct {
-	cache  *slurmcli.Cache
+	cacheRef
 	status slurmSourceStatus
 
 	nodes, partNodes                     *collector.Desc
@@ -35,8 +35,8 @@ func newSlurmNodes(c *slurmcli.Cache) *slurmNodes {
 		return collector.NewDesc(name, help+src, labels...)
 	}
 	return &slurmNodes{
-		cache:  c,
-		status: newSlurmSourceStatus(),
+		cacheRef: cacheRef{c},
+		status:   newSlurmSourceStatus(),
 		nodes: d("slurm_nodes",
 			"Nodes by state, each node counted once: allocated, mixed, idle, completing, down, drained, draining, fail, failing, maint, reserved, powered_down, powering_up, ...", "state"),
 		partNodes: d("slurm_partition_nodes", "Nodes by partition and state."+perPart, "partition", "state"),
@@ -78,13 +78,9 @@ func (n *slurmNodeSums) add(x slurmcli.Node) {
 }
 
 func (c *slurmNodes) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
-	v, ok, err := c.status.read(s, c.cache, slurmcli.SourceNodes, ch)
+	nodes, ok, err := read(c.status, s, c.cache, c.cache.Nodes, slurmcli.SourceNodes, ch)
 	if !ok {
 		return err
-	}
-	nodes, isNodes := v.([]slurmcli.Node)
-	if !isNodes {
-		return fmt.Errorf("slurm nodes: snapshot holds %T", v)
 	}
 	all := &slurmNodeSums{byState: map[string]float64{}}
 	parts := map[string]*slurmNodeSums{}

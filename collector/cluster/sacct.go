@@ -13,7 +13,7 @@ import (
 
 // SacctFactory describes the opt-in collector of ended jobs (sacct
 // queries reach slurmdbd, so it is off unless asked for).
-func SacctFactory() collector.Factory {
+func SacctFactory(sh *shared) collector.Factory {
 	return collector.Factory{
 		Name: "slurm_sacct",
 		Help: "Jobs ended since --slurm.sacct.since by final state, partition and account, from incremental sacct queries (cached)",
@@ -21,13 +21,13 @@ func SacctFactory() collector.Factory {
 		DefaultIn: nil,
 		Descs:     func() []*collector.Desc { return newSlurmSacct(nil).descs() },
 		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
-			slurmFlags(fs)
+			sh.flags(fs)
 			since := fs.String("slurm.sacct.since", "24h",
 				"slurm_sacct collector: count jobs that ended since this time: a duration before start-up (24h) or a time (2026-01-01, 2026-01-01T00:00:00).")
 			overlap := fs.Duration("slurm.sacct.overlap", 10*time.Minute,
 				"slurm_sacct collector: each incremental query reaches back this far, so job records slurmdbd stores late are still counted (once).")
 			return func(env *collector.Env) (collector.Collector, error) {
-				c, err := slurmCache(fs, env)
+				c, err := sh.cacheFor(env)
 				if err != nil {
 					return nil, err
 				}
@@ -46,15 +46,15 @@ func SacctFactory() collector.Factory {
 }
 
 type slurmSacct struct {
-	cache  *slurmcli.Cache
+	cacheRef
 	status slurmSourceStatus
 	ended  *collector.Desc
 }
 
 func newSlurmSacct(c *slurmcli.Cache) *slurmSacct {
 	return &slurmSacct{
-		cache:  c,
-		status: newSlurmSourceStatus(),
+		cacheRef: cacheRef{c},
+		status:   newSlurmSourceStatus(),
 		ended: collector.NewDesc("slurm_jobs_ended_total",
 			"Jobs that ended since --slurm.sacct.since (or jobscope's start), by final state (completed, failed, timeout, cancelled, out_of_memory, node_fail, preempted, ...), partition and account. From incremental sacct queries, one per --slurm.poll-interval.", "partition", "account", "state"),
 	}
@@ -65,13 +65,9 @@ func (c *slurmSacct) descs() []*collector.Desc {
 }
 
 func (c *slurmSacct) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
-	v, ok, err := c.status.read(s, c.cache, slurmcli.SourceSacct, ch)
+	counts, ok, err := read(c.status, s, c.cache, c.cache.Sacct, slurmcli.SourceSacct, ch)
 	if !ok {
 		return err
-	}
-	counts, isCounts := v.(map[slurmcli.EndKey]float64)
-	if !isCounts {
-		return fmt.Errorf("slurm sacct: snapshot holds %T", v)
 	}
 	for k, n := range counts {
 		ch <- c.ended.Counter(n,

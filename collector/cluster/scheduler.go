@@ -1,7 +1,7 @@
 package cluster
 
 import (
-	"fmt"
+	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -10,8 +10,8 @@ import (
 )
 
 // SchedulerFactory describes the sdiag collector (controller mode).
-func SchedulerFactory() collector.Factory {
-	return slurmFactory("slurm_scheduler",
+func SchedulerFactory(sh *shared) collector.Factory {
+	return slurmFactory(sh, "slurm_scheduler",
 		"slurmctld scheduler statistics: main and backfill cycles, queues, threads, RPCs by type and user, from sdiag (cached)",
 		slurmcli.SourceDiag, func(c *slurmcli.Cache) slurmCollector { return newSlurmScheduler(c) })
 }
@@ -27,7 +27,7 @@ type slurmDiagMetric struct {
 }
 
 type slurmScheduler struct {
-	cache  *slurmcli.Cache
+	cacheRef
 	status slurmSourceStatus
 	values []slurmDiagMetric
 
@@ -50,8 +50,8 @@ func newSlurmScheduler(c *slurmcli.Cache) *slurmScheduler {
 	gauge, counter := prometheus.GaugeValue, prometheus.CounterValue
 	top, mainS, bf := slurmcli.DiagTop, slurmcli.DiagMain, slurmcli.DiagBackfill
 	return &slurmScheduler{
-		cache:  c,
-		status: newSlurmSourceStatus(),
+		cacheRef: cacheRef{c},
+		status:   newSlurmSourceStatus(),
 		values: []slurmDiagMetric{
 			m(top, "server thread count", g("slurm_scheduler_threads", "slurmctld server threads in use."), gauge, 1, ""),
 			m(top, "agent queue size", g("slurm_scheduler_agent_queue_size", "Outgoing RPCs queued in slurmctld's agent."), gauge, 1, ""),
@@ -89,13 +89,12 @@ func newSlurmScheduler(c *slurmcli.Cache) *slurmScheduler {
 }
 
 func (c *slurmScheduler) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
-	v, ok, err := c.status.read(s, c.cache, slurmcli.SourceDiag, ch)
+	d, ok, err := read(c.status, s, c.cache, c.cache.Diag, slurmcli.SourceDiag, ch)
 	if !ok {
 		return err
 	}
-	d, isDiag := v.(*slurmcli.Diag)
-	if !isDiag || d == nil {
-		return fmt.Errorf("slurm diag: snapshot holds %T", v)
+	if d == nil {
+		return errors.New("slurm diag: no statistics in the snapshot")
 	}
 	for _, m := range c.values {
 		x, found := d.Get(m.section, m.key)

@@ -5,29 +5,46 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/internal/poll"
 	"github.com/jobscope/jobscope/slurmcli"
 )
 
-// SlurmCacheKey is the env.Shared key of the one slurmcli.Cache that every
-// cluster collector reads (tests put a cache with a fake clock there).
-const SlurmCacheKey = "slurmcli.cache"
+// shared is what the cluster collectors share: the --slurm.* flags and one
+// Slurm command cache, built by the first of them constructed.
+type shared struct {
+	flagsOnce sync.Once
+	fs        *pflag.FlagSet
+
+	cacheOnce sync.Once
+	cache     *slurmcli.Cache
+	err       error
+}
+
+// Factories returns the cluster collectors' factories, in the order --help
+// shows them; they share one cache.
+func Factories() []collector.Factory { return factories(&shared{}) }
+
+func factories(sh *shared) []collector.Factory {
+	return []collector.Factory{JobsFactory(sh), NodesFactory(sh), FairshareFactory(sh),
+		SchedulerFactory(sh), CommandsFactory(sh), SacctFactory(sh)}
+}
 
 // slurmCommandNames are the commands --slurm.command-path may point elsewhere.
 var slurmCommandNames = map[string]bool{"squeue": true, "sinfo": true, "sshare": true, "sdiag": true, "scontrol": true, "sacct": true}
 
-// slurmFlags registers the --slurm.* flags. Several cluster collectors
-// share them, so the first one to ask registers them and the others read
-// the same flags through fs.
+// flags registers the --slurm.* flags once for all cluster collectors.
+func (sh *shared) flags(fs *pflag.FlagSet) {
+	sh.flagsOnce.Do(func() { sh.fs = fs; slurmFlags(fs) })
+}
+
 func slurmFlags(fs *pflag.FlagSet) {
-	if fs.Lookup("slurm.poll-interval") != nil {
-		return
-	}
 	fs.Duration("slurm.poll-interval", 30*time.Second,
 		"Controller mode: run each Slurm command at most once per this interval, whatever the number of scrapes.")
 	fs.Duration("slurm.max-age", 10*time.Minute,
@@ -67,57 +84,51 @@ func SlurmRunnerFromFlags(fs *pflag.FlagSet, log *slog.Logger) (*slurmcli.Runner
 	return &slurmcli.Runner{BinDir: binDir, Paths: paths, Timeout: timeout, Logger: log}, nil
 }
 
-// slurmCache returns the shared cache, building it from the flags the
-// first time.
-func slurmCache(fs *pflag.FlagSet, env *collector.Env) (*slurmcli.Cache, error) {
-	o, err := env.Shared.Get(SlurmCacheKey, func() (any, error) {
-		interval, _ := fs.GetDuration("slurm.poll-interval")
-		maxAge, _ := fs.GetDuration("slurm.max-age")
-		formatStr, _ := fs.GetString("slurm.format")
-		if interval <= 0 {
-			return nil, fmt.Errorf("--slurm.poll-interval must be positive, got %s", interval)
+// cacheFor returns the shared cache, building it from the flags the first
+// time.
+func (sh *shared) cacheFor(env *collector.Env) (*slurmcli.Cache, error) {
+	sh.cacheOnce.Do(func() {
+		if sh.cache != nil {
+			return // tests hand in a cache with a fake clock
 		}
-		if maxAge < 0 {
-			return nil, fmt.Errorf("--slurm.max-age must not be negative, got %s", maxAge)
-		}
-		format, err := slurmcli.ParseFormat(formatStr)
-		if err != nil {
-			return nil, fmt.Errorf("--slurm.format: %w", err)
-		}
-		runner, err := SlurmRunnerFromFlags(fs, env.Logger)
-		if err != nil {
-			return nil, err
-		}
-		return slurmcli.NewCache(slurmcli.CacheConfig{
-			Runner:   runner,
-			Interval: interval,
-			MaxAge:   maxAge,
-			Format:   format,
-			Logger:   env.Logger,
-		}), nil
+		sh.cache, sh.err = newCache(sh.fs, env.Logger)
 	})
+	return sh.cache, sh.err
+}
+
+func newCache(fs *pflag.FlagSet, log *slog.Logger) (*slurmcli.Cache, error) {
+	interval, _ := fs.GetDuration("slurm.poll-interval")
+	maxAge, _ := fs.GetDuration("slurm.max-age")
+	formatStr, _ := fs.GetString("slurm.format")
+	if interval <= 0 {
+		return nil, fmt.Errorf("--slurm.poll-interval must be positive, got %s", interval)
+	}
+	if maxAge < 0 {
+		return nil, fmt.Errorf("--slurm.max-age must not be negative, got %s", maxAge)
+	}
+	format, err := slurmcli.ParseFormat(formatStr)
+	if err != nil {
+		return nil, fmt.Errorf("--slurm.format: %w", err)
+	}
+	runner, err := SlurmRunnerFromFlags(fs, log)
 	if err != nil {
 		return nil, err
 	}
-	c, ok := o.(*slurmcli.Cache)
-	if !ok {
-		return nil, fmt.Errorf("shared %q is a %T, not a slurm cache", SlurmCacheKey, o)
-	}
-	return c, nil
+	return slurmcli.NewCache(slurmcli.CacheConfig{Runner: runner, Interval: interval, MaxAge: maxAge, Format: format, Logger: log}), nil
 }
 
 // slurmFactory builds the factory of a cluster collector that reads one
-// source of the shared snapshot.
-func slurmFactory(name, help string, src slurmcli.Source, build func(c *slurmcli.Cache) slurmCollector) collector.Factory {
+// source of the shared cache.
+func slurmFactory(sh *shared, name, help string, src slurmcli.Source, build func(c *slurmcli.Cache) slurmCollector) collector.Factory {
 	return collector.Factory{
 		Name:      name,
 		Help:      help,
 		DefaultIn: []collector.Mode{collector.ModeController},
 		Descs:     func() []*collector.Desc { return build(nil).descs() },
 		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
-			slurmFlags(fs)
+			sh.flags(fs)
 			return func(env *collector.Env) (collector.Collector, error) {
-				c, err := slurmCache(fs, env)
+				c, err := sh.cacheFor(env)
 				if err != nil {
 					return nil, err
 				}
@@ -152,24 +163,36 @@ func newSlurmSourceStatus() slurmSourceStatus {
 	}
 }
 
-// read takes the source's value from a fresh snapshot and emits its status.
-// ok is false when there is nothing to serve; err is set when the value is
-// not fresh (latest run failed) or missing, and marks the scrape failed.
-func (st slurmSourceStatus) read(s *collector.Scrape, c *slurmcli.Cache, src slurmcli.Source, ch chan<- prometheus.Metric) (any, bool, error) {
-	snap := c.Get(s.Context())
-	v, age, ok, err := snap.Value(src)
+// read gets a source's value and emits its status. ok is false when there
+// is nothing to serve; err is set when the value is not fresh (the latest
+// run failed or is still running) or missing, and marks the scrape failed.
+func read[T any](st slurmSourceStatus, s *collector.Scrape, c *slurmcli.Cache, p *poll.Poller[T], src slurmcli.Source, ch chan<- prometheus.Metric) (T, bool, error) {
+	r := p.Get(s.Context())
+	v, ok, err := slurmcli.Serve(r, c.MaxAge())
 	up := 0.0
-	if snap.Results[src].Fresh() {
+	if r.Fresh() {
 		up = 1
 	}
 	ch <- st.up.Gauge(up, string(src))
-	if _, has := snap.Age(src); has {
-		ch <- st.age.Gauge(age.Seconds(), string(src))
+	if r.Has() {
+		ch <- st.age.Gauge(r.Age().Seconds(), string(src))
 	}
 	if err != nil {
 		err = fmt.Errorf("slurm %s: %w", src, err)
 	}
 	return v, ok, err
+}
+
+// cacheRef is a cluster collector's hold on the shared cache; it closes
+// the cache at shutdown (every cluster collector holds it; closing twice
+// is harmless).
+type cacheRef struct{ cache *slurmcli.Cache }
+
+func (c cacheRef) Close() error {
+	if c.cache != nil {
+		c.cache.Close()
+	}
+	return nil
 }
 
 // slurmLabel keeps label values valid UTF-8 (const metrics panic on

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -39,45 +38,27 @@ func newSlurmFake(t testing.TB, when string) *slurmclitest.Bin {
 	return f
 }
 
-// slurmFactories are the cluster collectors alone, so these tests do not
-// depend on the node collectors.
-func slurmFactories() []collector.Factory {
-	return []collector.Factory{JobsFactory(), NodesFactory(), FairshareFactory(), SchedulerFactory(),
-		CommandsFactory(), SacctFactory()}
-}
-
 // slurmExporter builds the controller-mode exporter from command-line
-// flags, over shared (which may already hold a cache with a fake clock).
-func slurmExporter(t testing.TB, shared *collector.Shared, args ...string) *collector.Exporter {
+// flags; sh may already hold a cache with a fake clock.
+func slurmExporter(t testing.TB, sh *shared, args ...string) *collector.Exporter {
 	t.Helper()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	set := collector.RegisterFlags(fs, slurmFactories())
+	set := collector.RegisterFlags(fs, factories(sh))
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
 	names := set.Enabled(collector.ModeController)
-	env := &collector.Env{Shared: shared}
-	cs := set.Build(env, names, func(n string, err error) { t.Fatalf("build %s: %v", n, err) })
-	t.Cleanup(func() {
-		if o, err := shared.Get(SlurmCacheKey, func() (any, error) { return nil, os.ErrNotExist }); err == nil {
-			o.(*slurmcli.Cache).Close()
-		}
-	})
-	return collector.NewExporter(cs, collector.Options{Problems: collector.NewProblems(nil), Info: collector.BuildInfo{Version: "test", Revision: "test", GoVersion: "go"}})
+	cs := set.Build(&collector.Env{}, names, func(n string, err error) { t.Fatalf("build %s: %v", n, err) })
+	exp := collector.NewExporter(cs, collector.Options{Problems: collector.NewProblems(nil), Info: collector.BuildInfo{Version: "test", Revision: "test", GoVersion: "go"}})
+	t.Cleanup(exp.Close)
+	return exp
 }
 
-func slurmSharedWithClock(t testing.TB, f *slurmclitest.Bin, format slurmcli.Format, clk *slurmclitest.Clock) *collector.Shared {
-	shared := collector.NewShared()
-	_, err := shared.Get(SlurmCacheKey, func() (any, error) {
-		return slurmcli.NewCache(slurmcli.CacheConfig{
-			Runner:   &slurmcli.Runner{BinDir: f.Dir, Timeout: 30 * time.Second},
-			Interval: time.Minute, MaxAge: 10 * time.Minute, Format: format, Now: clk.Now,
-		}), nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return shared
+func sharedWithClock(f *slurmclitest.Bin, format slurmcli.Format, clk *slurmclitest.Clock) *shared {
+	return &shared{cache: slurmcli.NewCache(slurmcli.CacheConfig{
+		Runner:   &slurmcli.Runner{BinDir: f.Dir, Timeout: 30 * time.Second},
+		Interval: time.Minute, MaxAge: 10 * time.Minute, Format: format, Now: clk.Now,
+	})}
 }
 
 func slurmGather(ctx context.Context, exp *collector.Exporter) prometheus.Gatherer {
@@ -165,7 +146,7 @@ func TestSlurmGolden(t *testing.T) {
 			f := newSlurmFake(t, "running")
 			// 12:10, just after the capture, in the zone sacct's times are read in.
 			clk := slurmclitest.NewClock(time.Date(2026, 11, 21, 12, 10, 0, 0, time.Local))
-			exp := slurmExporter(t, slurmSharedWithClock(t, f, c.format, clk), "--collector.slurm_commands=false",
+			exp := slurmExporter(t, sharedWithClock(f, c.format, clk), "--collector.slurm_commands=false",
 				"--collector.slurm_sacct", "--slurm.sacct.since=2026-11-21T12:00:00")
 			g := slurmGather(context.Background(), exp)
 			expo := testutil.Exposition(t, g)
@@ -191,7 +172,7 @@ func TestSlurmGolden(t *testing.T) {
 // Completed jobs that squeue --json still lists are not counted.
 func TestSlurmJobsOnlyQueued(t *testing.T) {
 	f := newSlurmFake(t, "after")
-	exp := slurmExporter(t, collector.NewShared(), "--slurm.bin-dir="+f.Dir)
+	exp := slurmExporter(t, &shared{}, "--slurm.bin-dir="+f.Dir)
 	got := slurmSeries(t, testutil.Exposition(t, slurmGather(context.Background(), exp)))
 	var total float64
 	for k, v := range got {
@@ -210,7 +191,7 @@ func TestSlurmJobsOnlyQueued(t *testing.T) {
 // Twenty concurrent scrapes run each command once per poll interval.
 func TestSlurmConcurrentScrapes(t *testing.T) {
 	f := newSlurmFake(t, "running")
-	exp := slurmExporter(t, collector.NewShared(), "--slurm.bin-dir="+f.Dir, "--slurm.poll-interval=1h")
+	exp := slurmExporter(t, &shared{}, "--slurm.bin-dir="+f.Dir, "--slurm.poll-interval=1h")
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Add(1)
@@ -246,7 +227,7 @@ func TestSlurmConcurrentScrapes(t *testing.T) {
 func TestSlurmHangingCommandKilled(t *testing.T) {
 	f := newSlurmFake(t, "running")
 	f.Hang("squeue")
-	exp := slurmExporter(t, collector.NewShared(), "--slurm.bin-dir="+f.Dir, "--slurm.command-timeout=500ms")
+	exp := slurmExporter(t, &shared{}, "--slurm.bin-dir="+f.Dir, "--slurm.command-timeout=500ms")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	got := slurmSeries(t, testutil.Exposition(t, slurmGather(ctx, exp)))
@@ -274,7 +255,7 @@ func TestSlurmHangingCommandKilled(t *testing.T) {
 func TestSlurmScrapeDoesNotWaitPastDeadline(t *testing.T) {
 	f := newSlurmFake(t, "running")
 	f.Hang("sdiag")
-	exp := slurmExporter(t, collector.NewShared(), "--slurm.bin-dir="+f.Dir, "--slurm.command-timeout=1h")
+	exp := slurmExporter(t, &shared{}, "--slurm.bin-dir="+f.Dir, "--slurm.command-timeout=1h")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	got := slurmSeries(t, testutil.Exposition(t, slurmGather(ctx, exp)))
@@ -296,7 +277,7 @@ func TestSlurmScrapeDoesNotWaitPastDeadline(t *testing.T) {
 func TestSlurmFailingCommandAges(t *testing.T) {
 	f := newSlurmFake(t, "running")
 	clk := slurmclitest.NewClock(time.Unix(1795263000, 0))
-	exp := slurmExporter(t, slurmSharedWithClock(t, f, slurmcli.FormatAuto, clk))
+	exp := slurmExporter(t, sharedWithClock(f, slurmcli.FormatAuto, clk))
 	scrape := func() map[string]float64 {
 		return slurmSeries(t, testutil.Exposition(t, slurmGather(context.Background(), exp)))
 	}
@@ -333,12 +314,12 @@ func TestSlurmFlagsRejected(t *testing.T) {
 		{"--slurm.command-path=rm=/bin/rm"},
 	} {
 		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-		set := collector.RegisterFlags(fs, slurmFactories())
+		set := collector.RegisterFlags(fs, Factories())
 		if err := fs.Parse(args); err != nil {
 			t.Fatal(err)
 		}
 		failed := 0
-		set.Build(&collector.Env{Shared: collector.NewShared()}, set.Enabled(collector.ModeController), func(string, error) { failed++ })
+		set.Build(&collector.Env{}, set.Enabled(collector.ModeController), func(string, error) { failed++ })
 		if failed == 0 {
 			t.Errorf("%v accepted", args)
 		}
@@ -347,7 +328,7 @@ func TestSlurmFlagsRejected(t *testing.T) {
 
 func TestSlurmOffInNodeMode(t *testing.T) {
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	set := collector.RegisterFlags(fs, slurmFactories())
+	set := collector.RegisterFlags(fs, Factories())
 	if names := set.Enabled(collector.ModeNode); len(names) != 0 {
 		t.Errorf("cluster collectors on in node mode: %v", names)
 	}

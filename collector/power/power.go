@@ -1,10 +1,8 @@
 package power
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,7 +18,7 @@ import (
 	"github.com/jobscope/jobscope/cgroupfs"
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/discovery"
-	"github.com/jobscope/jobscope/gpu"
+	"github.com/jobscope/jobscope/internal/poll"
 	"github.com/jobscope/jobscope/power"
 )
 
@@ -85,23 +83,26 @@ type PowerOptions struct {
 }
 
 type powerCollector struct {
-	env       *collector.Env
-	opts      PowerOptions
-	stop      chan struct{} // ends keepRAPL
-	closeOnce sync.Once
-	d         powerDescs
-	pairs     *collector.PairCache
-	rapl      *power.RAPL
-	zones     []power.Zone
-	ipmi      *power.Poller[power.DCMIReading]
-	live      *power.Poller[power.Factor]
-	owid      *power.CountryFactor
-	ledger    *power.Ledger
-	cpus      float64
-	memory    float64
+	env    *collector.Env
+	opts   PowerOptions
+	d      powerDescs
+	pairs  *collector.PairCache
+	zones  []power.Zone
+	rapl   *poll.Poller[raplRead]
+	ipmi   *poll.Poller[power.DCMIReading]
+	live   *poll.Poller[power.Factor]
+	owid   *power.CountryFactor
+	ledger *power.Ledger
+	cpus   float64
+	memory float64
 
 	mu sync.Mutex // orders node readings with ledger steps
 }
+
+// slowShare: a scrape waits for the BMC or a web API for half of what is
+// left of its deadline, so the collector still has time to emit its other
+// series; the source's answer then serves a later scrape.
+var slowShare = poll.Share{Fraction: 0.5}
 
 // NewPowerCollector builds the collector. RAPL zones are listed once here
 // (they do not come and go); their absence is not an error, as long as
@@ -126,19 +127,14 @@ func NewPowerCollector(env *collector.Env, o PowerOptions) (collector.Collector,
 	}
 	c := &powerCollector{env: env, opts: o, d: newPowerDescs(), pairs: collector.NewPairCache(), ledger: power.NewLedger(policy)}
 	if o.RAPL {
-		c.rapl = power.NewRAPL(sysfs)
-		c.zones, _ = c.rapl.Zones() // none: no RAPL series, checked per scrape
-		if len(c.zones) > 0 && o.RAPLInterval > 0 {
-			c.stop = make(chan struct{})
-			go c.keepRAPL(o.RAPLInterval, c.stop)
-		}
+		c.rapl, c.zones = newRAPLPoller(sysfs, o)
 	}
 	fetch, err := ipmiSource(o, envLogger(env))
 	if err != nil {
 		return nil, err
 	}
 	if fetch != nil {
-		c.ipmi = power.NewPoller(fetch, o.IPMIInterval, o.IPMITimeout+time.Second, o.Now)
+		c.ipmi = poll.New(fetch, poll.Config{Interval: o.IPMIInterval, Timeout: o.IPMITimeout + time.Second, Wait: slowShare, Now: o.Now})
 	}
 	if o.Country != "" {
 		f, err := power.LookupCountry(o.Country)
@@ -164,9 +160,9 @@ func NewPowerCollector(env *collector.Env, o PowerOptions) (collector.Collector,
 		if zone == "" {
 			return nil, errors.New("--power.emissions.provider=electricitymaps needs --power.emissions.zone or --power.emissions.country")
 		}
-		c.live = power.NewPoller(power.ElectricityMaps(o.HTTPClient, orDefault(o.ProviderURL, power.ElectricityMapsURL), zone, token), o.Refresh, o.Timeout, o.Now)
+		c.live = c.livePoller(power.ElectricityMaps(o.HTTPClient, orDefault(o.ProviderURL, power.ElectricityMapsURL), zone, token))
 	case "rte":
-		c.live = power.NewPoller(power.RTE(o.HTTPClient, orDefault(o.ProviderURL, power.RTEURL)), o.Refresh, o.Timeout, o.Now)
+		c.live = c.livePoller(power.RTE(o.HTTPClient, orDefault(o.ProviderURL, power.RTEURL)))
 	default:
 		return nil, fmt.Errorf("unknown --power.emissions.provider %q (want electricitymaps or rte)", o.Provider)
 	}
@@ -226,20 +222,7 @@ type nodeReading struct {
 func (c *powerCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
 	// Slow sources first, outside the lock: they wait at most for the
 	// scrape deadline and never run more than once per interval.
-	var dcmi power.DCMIReading
-	var dcmiOK bool
-	if c.ipmi != nil {
-		wctx, cancel := shareOfDeadline(s.Context())
-		d, at, ok, err := c.ipmi.Get(wctx)
-		cancel()
-		if err != nil {
-			s.Problem(ipmiCause(err), err)
-		}
-		if ok && c.opts.Now().Sub(at) <= 2*c.opts.IPMIInterval+c.opts.IPMITimeout {
-			dcmi, dcmiOK = d, true
-			c.emitDCMI(ch, d, c.opts.Now().Sub(at))
-		}
-	}
+	dcmi, dcmiOK := c.readIPMI(s, ch)
 	factor, hasFactor := c.emissions(s, ch)
 	var jobs []*discovery.Job
 	if c.opts.PerJob {
@@ -277,156 +260,4 @@ func (c *powerCollector) sysfs() string {
 		return c.env.SysFS
 	}
 	return "/sys"
-}
-
-// readRAPL emits the zone counters and sums the package and dram zones
-// for attribution. A sum is used only when every zone of its domain was
-// read: a partial sum would later look like a jump.
-func (c *powerCollector) readRAPL(s *collector.Scrape, ch chan<- prometheus.Metric) nodeReading {
-	var r nodeReading
-	if len(c.zones) == 0 {
-		return r
-	}
-	readings, err := c.rapl.Read(c.zones)
-	r.read, r.err = len(readings), err
-	if err != nil {
-		if errors.Is(err, power.ErrPermission) {
-			s.Problem("rapl_permission", err)
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			s.Problem("rapl_read", err)
-		}
-	}
-	want := map[power.Domain]int{}
-	for _, z := range c.zones {
-		want[z.Domain]++
-	}
-	got := map[power.Domain]int{}
-	var pkg, dram float64
-	psys := false
-	for _, z := range readings {
-		got[z.Domain]++
-		switch z.Domain {
-		case power.DomainPackage:
-			pkg += z.Joules
-		case power.DomainDRAM:
-			dram += z.Joules
-		case power.DomainPsys:
-			if psys { // a second platform zone would duplicate the series
-				continue
-			}
-			psys = true
-			ch <- c.d.psys.Counter(z.Joules)
-			continue
-		}
-		ch <- c.d.rapl[z.Domain].Counter(z.Joules, z.Socket)
-	}
-	r.hasCPUZones = want[power.DomainPackage] > 0
-	r.hasDRAM = want[power.DomainDRAM] > 0
-	r.sample.CPUJoules, r.sample.HasCPU = pkg, r.hasCPUZones && got[power.DomainPackage] == want[power.DomainPackage]
-	r.sample.DRAMJoules, r.sample.HasDRAM = dram, r.hasDRAM && got[power.DomainDRAM] == want[power.DomainDRAM]
-	return r
-}
-
-func (c *powerCollector) emitDCMI(ch chan<- prometheus.Metric, d power.DCMIReading, age time.Duration) {
-	for _, v := range []struct {
-		stat string
-		w    float64
-	}{{"current", d.Current}, {"minimum", d.Minimum}, {"maximum", d.Maximum}, {"average", d.Average}} {
-		ch <- c.d.ipmi.Gauge(v.w, v.stat)
-	}
-	ch <- c.d.ipmiAge.Gauge(age.Seconds())
-}
-
-// emissions emits every configured factor and returns the one used for
-// per-job grams: live when fresh, else static, else the country's year.
-func (c *powerCollector) emissions(s *collector.Scrape, ch chan<- prometheus.Metric) (float64, bool) {
-	var use float64
-	var ok bool
-	if c.owid != nil {
-		ch <- c.d.factor.Gauge(c.owid.GramsPerKWh, "owid")
-		use, ok = c.owid.GramsPerKWh, true
-	}
-	if c.opts.Factor > 0 {
-		ch <- c.d.factor.Gauge(c.opts.Factor, "static")
-		use, ok = c.opts.Factor, true
-	}
-	if c.live != nil {
-		wctx, cancel := shareOfDeadline(s.Context())
-		f, at, has, err := c.live.Get(wctx)
-		cancel()
-		if err != nil {
-			s.Problem("emissions_provider", err)
-		}
-		if has && c.opts.Now().Sub(at) <= 3*c.opts.Refresh+c.opts.Timeout {
-			ch <- c.d.factor.Gauge(f.GramsPerKWh, c.opts.Provider)
-			use, ok = f.GramsPerKWh, true
-		}
-	}
-	return use, ok
-}
-
-// gpuEnergy is each physical GPU's energy counter and holding job in
-// this scrape's GPU reading, the one the gpu collector exports (no second
-// backend read: it would double the NVML calls, shorten the GPM sampling
-// interval and take Xid events away from the gpu collector). A MIG-enabled
-// GPU's energy is the node's: several jobs may share it. Without a
-// reading (no GPU source, or it failed: the gpu collector reports that),
-// the GPU part is skipped.
-func gpuEnergy(s *collector.Scrape) []power.GPUDevice {
-	rd, err := s.GPU()
-	if err != nil || rd == nil {
-		return nil
-	}
-	out := make([]power.GPUDevice, 0, len(rd.Devices))
-	for i := range rd.Devices {
-		d := &rd.Devices[i]
-		j, ok := d.Values[gpu.EnergyJoules]
-		if !ok || d.IsMIG() {
-			continue
-		}
-		g := power.GPUDevice{ID: d.UUID, Joules: j}
-		if !d.MIGEnabled {
-			g.JobID = rd.Holder(d.UUID)
-		}
-		out = append(out, g)
-	}
-	return out
-}
-
-// shareOfDeadline bounds the wait for a slow source (BMC, web API) to half
-// of what is left of the scrape, so the collector still has time to emit
-// its other series; the source's answer then serves a later scrape.
-func shareOfDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
-	dl, ok := ctx.Deadline()
-	if !ok {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, time.Until(dl)/2)
-}
-
-// keepRAPL reads the RAPL counters between scrapes: energy_uj wraps every
-// few minutes at full load (262 kJ at 400 W: 11 min), and two wraps between
-// reads would go unseen. It runs until Close; errors are left to the
-// scrapes to report.
-func (c *powerCollector) keepRAPL(every time.Duration, stop <-chan struct{}) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			c.rapl.Read(c.zones)
-		case <-stop:
-			return
-		}
-	}
-}
-
-// Close stops the background RAPL reads.
-func (c *powerCollector) Close() error {
-	c.closeOnce.Do(func() {
-		if c.stop != nil {
-			close(c.stop)
-		}
-	})
-	return nil
 }

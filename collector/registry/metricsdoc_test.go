@@ -1,10 +1,11 @@
 package registry
 
 import (
-	"github.com/jobscope/jobscope/collector"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/jobscope/jobscope/collector"
 
 	"github.com/jobscope/jobscope/internal/testutil"
 )

@@ -14,12 +14,11 @@ import (
 // Factories lists every collector jobscope has, in the order --help shows
 // them. A collector joins by adding its factory function here.
 func Factories() []collector.Factory {
-	return []collector.Factory{
+	return append([]collector.Factory{
 		cgroup.Factory(),
 		ebpf.Factory(),
 		process.Factory(),
 		gpu.Factory(),
 		power.Factory(),
-		cluster.JobsFactory(), cluster.NodesFactory(), cluster.FairshareFactory(), cluster.SchedulerFactory(), cluster.CommandsFactory(), cluster.SacctFactory(),
-	}
+	}, cluster.Factories()...)
 }
