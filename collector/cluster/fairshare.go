@@ -17,8 +17,7 @@ func FairshareFactory(sh *shared) collector.Factory {
 }
 
 type slurmFairshare struct {
-	cacheRef
-	status slurmSourceStatus
+	source
 
 	fairshare, levelFS, normShares, rawShares, rawUsage, effUsage *collector.Desc
 }
@@ -28,8 +27,7 @@ func newSlurmFairshare(c *slurmcli.Cache) *slurmFairshare {
 	labels := []string{"account", "user"}
 	d := func(name, help string) *collector.Desc { return collector.NewDesc(name, help+src, labels...) }
 	return &slurmFairshare{
-		cacheRef:   cacheRef{c},
-		status:     newSlurmSourceStatus(),
+		source:     newSource(c),
 		fairshare:  d("slurm_share_fairshare", "Fair-share factor of a user association (0 to 1, higher means more priority)."),
 		levelFS:    d("slurm_share_level_fs", "LevelFS: normalized shares over effective usage among siblings; +Inf with no usage."),
 		normShares: d("slurm_share_normalized_shares", "Shares of the association as a fraction of its parent's (NormShares)."),

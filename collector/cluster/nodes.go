@@ -17,8 +17,7 @@ func NodesFactory(sh *shared) collector.Factory {
 }
 
 type slurmNodes struct {
-	cacheRef
-	status slurmSourceStatus
+	source
 
 	nodes, partNodes                     *collector.Desc
 	cpus, partCPUs                       *collector.Desc
@@ -35,8 +34,7 @@ func newSlurmNodes(c *slurmcli.Cache) *slurmNodes {
 		return collector.NewDesc(name, help+src, labels...)
 	}
 	return &slurmNodes{
-		cacheRef: cacheRef{c},
-		status:   newSlurmSourceStatus(),
+		source: newSource(c),
 		nodes: d("slurm_nodes",
 			"Nodes by state, each node counted once: allocated, mixed, idle, completing, down, drained, draining, fail, failing, maint, reserved, powered_down, powering_up, ...", "state"),
 		partNodes: d("slurm_partition_nodes", "Nodes by partition and state."+perPart, "partition", "state"),

@@ -46,15 +46,13 @@ func SacctFactory(sh *shared) collector.Factory {
 }
 
 type slurmSacct struct {
-	cacheRef
-	status slurmSourceStatus
-	ended  *collector.Desc
+	source
+	ended *collector.Desc
 }
 
 func newSlurmSacct(c *slurmcli.Cache) *slurmSacct {
 	return &slurmSacct{
-		cacheRef: cacheRef{c},
-		status:   newSlurmSourceStatus(),
+		source: newSource(c),
 		ended: collector.NewDesc("slurm_jobs_ended_total",
 			"Jobs that ended since --slurm.sacct.since (or jobscope's start), by final state (completed, failed, timeout, cancelled, out_of_memory, node_fail, preempted, ...), partition and account. From incremental sacct queries, one per --slurm.poll-interval.", "partition", "account", "state"),
 	}

@@ -27,8 +27,7 @@ type slurmDiagMetric struct {
 }
 
 type slurmScheduler struct {
-	cacheRef
-	status slurmSourceStatus
+	source
 	values []slurmDiagMetric
 
 	rpcCalls, rpcTime, userCalls, userTime, pending *collector.Desc
@@ -50,8 +49,7 @@ func newSlurmScheduler(c *slurmcli.Cache) *slurmScheduler {
 	gauge, counter := prometheus.GaugeValue, prometheus.CounterValue
 	top, mainS, bf := slurmcli.DiagTop, slurmcli.DiagMain, slurmcli.DiagBackfill
 	return &slurmScheduler{
-		cacheRef: cacheRef{c},
-		status:   newSlurmSourceStatus(),
+		source: newSource(c),
 		values: []slurmDiagMetric{
 			m(top, "server thread count", g("slurm_scheduler_threads", "slurmctld server threads in use."), gauge, 1, ""),
 			m(top, "agent queue size", g("slurm_scheduler_agent_queue_size", "Outgoing RPCs queued in slurmctld's agent."), gauge, 1, ""),

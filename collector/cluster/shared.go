@@ -183,6 +183,15 @@ func read[T any](st slurmSourceStatus, s *collector.Scrape, c *slurmcli.Cache, p
 	return v, ok, err
 }
 
+// source is what a cluster collector reading one source holds: the shared
+// cache, and the status metrics of its source.
+type source struct {
+	cacheRef
+	status slurmSourceStatus
+}
+
+func newSource(c *slurmcli.Cache) source { return source{cacheRef{c}, newSlurmSourceStatus()} }
+
 // cacheRef is a cluster collector's hold on the shared cache; it closes
 // the cache at shutdown (every cluster collector holds it; closing twice
 // is harmless).
