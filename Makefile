@@ -3,6 +3,7 @@
 #   make test   unit, golden, fuzz-seed and privileged tests (root runs the privileged ones)
 #   make e2e    real Slurm + real Prometheus end-to-end test (root; installs what it needs)
 #   make bench  scrape benchmarks on generated 128/512-job trees
+#   make lint   golangci-lint with the repository's .golangci.yml
 
 GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -10,8 +11,11 @@ REVISION  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.revision=$(REVISION)
 DEMO_ADDR ?= 127.0.0.1:10817
 BIN       := bin/jobscope
+# Pinned; go run fetches it through the module proxy like any dependency
+# (the first run builds it, later ones use the build cache).
+GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-.PHONY: all build build-static demo test test-deps e2e bench bench-bpf generate docs fmt vet clean
+.PHONY: all build build-static demo test test-deps e2e bench bench-bpf generate docs fmt vet lint clean
 
 all: build
 
@@ -51,7 +55,7 @@ e2e: build
 # binary over HTTP: all default node collectors but ebpf, and the cgroup
 # collector alone.
 bench: build
-	$(GO) test -run '^$$' -bench 'Scrape' -benchmem -count 5 ./collector/cgroup/ | tee bench.out
+	$(GO) test -run '^$$' -bench 'Scrape' -benchmem -count 5 ./collector/cgroup/ ./collector/process/ | tee bench.out
 	$(GO) run ./internal/benchrss -jobs 128,512
 	$(GO) run ./internal/benchrss -jobs 128,512 -flags "--collector.process=false --collector.gpu=false --collector.power=false"
 
@@ -71,6 +75,9 @@ fmt:
 
 vet:
 	$(GO) vet ./...
+
+lint:
+	$(GOLANGCI_LINT) run ./...
 
 clean:
 	rm -rf bin bench.out

@@ -79,7 +79,7 @@ func TestElectricityMaps(t *testing.T) {
 	p := newPoller(ElectricityMaps(srv.Client(), srv.URL, "DE", "secret"), time.Hour, 5*time.Second, nil)
 	before := hits.Load()
 	for range 10 {
-		if v, _, ok, err := get(p, context.Background()); !ok || err != nil || v.GramsPerKWh != 302 {
+		if v, _, ok, err := get(context.Background(), p); !ok || err != nil || v.GramsPerKWh != 302 {
 			t.Fatalf("poller: %+v %v %v", v, ok, err)
 		}
 	}
@@ -139,7 +139,7 @@ func TestLiveTimeout(t *testing.T) {
 	var err error
 	for i := 0; i < 200 && err == nil; i++ { // bounded: up to ~20 s
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		_, _, ok, e := get(p, ctx)
+		_, _, ok, e := get(ctx, p)
 		cancel()
 		if ok {
 			t.Fatal("value from a server that never answered")

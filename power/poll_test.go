@@ -15,7 +15,7 @@ func newPoller[T any](fetch func(context.Context) (T, error), interval, timeout 
 
 // get returns the last good value, when it was fetched, whether there is
 // one, and a failure not handed out before.
-func get[T any](p *poll.Poller[T], ctx context.Context) (T, time.Time, bool, error) {
+func get[T any](ctx context.Context, p *poll.Poller[T]) (T, time.Time, bool, error) {
 	r := p.Get(ctx)
 	return r.Value, r.Good, r.Has(), r.Unreported
 }

@@ -15,7 +15,7 @@ import (
 func newFakeClock() *slurmclitest.Clock { return slurmclitest.NewClock(time.Unix(1795263000, 0)) }
 
 // serve is what a cluster collector does with a source: get, then serve.
-func serve[T any](c *Cache, p *poll.Poller[T], ctx context.Context) (T, time.Duration, bool, error) {
+func serve[T any](ctx context.Context, c *Cache, p *poll.Poller[T]) (T, time.Duration, bool, error) {
 	r := p.Get(ctx)
 	v, ok, err := Serve(r, c.MaxAge())
 	return v, r.Age(), ok, err
@@ -46,7 +46,7 @@ func TestCacheSingleFlight(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				c.Refresh(context.Background())
-				if _, _, ok, err := serve(c, c.Jobs, context.Background()); !ok || err != nil {
+				if _, _, ok, err := serve(context.Background(), c, c.Jobs); !ok || err != nil {
 					t.Errorf("jobs: ok %v err %v", ok, err)
 				}
 			}()
@@ -79,13 +79,13 @@ func TestCacheServesLastGoodWithAge(t *testing.T) {
 	b.Fixtures(fixtures, "running")
 	clk := newFakeClock()
 	c := newTestCache(t, b, clk, FormatAuto, 30*time.Second, SourceJobs)
-	if _, age, ok, err := serve(c, c.Jobs, context.Background()); !ok || err != nil || age != 0 {
+	if _, age, ok, err := serve(context.Background(), c, c.Jobs); !ok || err != nil || age != 0 {
 		t.Fatalf("first: age %v ok %v err %v", age, ok, err)
 	}
 	b.SetFail("squeue", true)
 	for i := 1; i <= 3; i++ {
 		clk.Add(time.Minute)
-		v, age, ok, err := serve(c, c.Jobs, context.Background())
+		v, age, ok, err := serve(context.Background(), c, c.Jobs)
 		if !ok || v == nil {
 			t.Fatalf("poll %d: last good value dropped before the maximum age", i)
 		}
@@ -97,12 +97,12 @@ func TestCacheServesLastGoodWithAge(t *testing.T) {
 		}
 	}
 	clk.Add(8 * time.Minute) // 11 minutes old now, max age 10
-	if _, _, ok, err := serve(c, c.Jobs, context.Background()); ok || err == nil {
+	if _, _, ok, err := serve(context.Background(), c, c.Jobs); ok || err == nil {
 		t.Errorf("value older than the maximum age still served (err %v)", err)
 	}
 	b.SetFail("squeue", false)
 	clk.Add(time.Minute)
-	if _, age, ok, err := serve(c, c.Jobs, context.Background()); !ok || err != nil || age != 0 {
+	if _, age, ok, err := serve(context.Background(), c, c.Jobs); !ok || err != nil || age != 0 {
 		t.Errorf("after recovery: age %v ok %v err %v", age, ok, err)
 	}
 	_, stats := c.Runner().Stats().Snapshot()
@@ -120,7 +120,7 @@ func TestCacheAutoFallsBackToText(t *testing.T) {
 	clk := newFakeClock()
 	c := newTestCache(t, b, clk, FormatAuto, 30*time.Second, SourceJobs)
 	for range 2 {
-		v, _, ok, err := serve(c, c.Jobs, context.Background())
+		v, _, ok, err := serve(context.Background(), c, c.Jobs)
 		if !ok || err != nil || len(v) != 11 {
 			t.Fatalf("ok %v err %v", ok, err)
 		}
@@ -149,11 +149,11 @@ func TestCacheScrapeDeadline(t *testing.T) {
 			t.Fatalf("sdiag (pid %d) ended before the scrape gave up: test proves nothing", p)
 		}
 	}
-	if _, _, ok, _ := serve(c, c.Diag, ctx); ok {
+	if _, _, ok, _ := serve(ctx, c, c.Diag); ok {
 		t.Error("hanging sdiag produced a value")
 	}
 	// squeue finished while sdiag hung: its result was published on its own.
-	if _, _, ok, err := serve(c, c.Jobs, ctx); !ok || err != nil {
+	if _, _, ok, err := serve(ctx, c, c.Jobs); !ok || err != nil {
 		t.Errorf("jobs held back by the hanging sdiag: ok %v err %v", ok, err)
 	}
 	c.Close() // the exporter shutting down kills what still runs
@@ -171,7 +171,7 @@ func TestCacheAutoFallsBackOnJSONShape(t *testing.T) {
 	clk := newFakeClock()
 	c := newTestCache(t, b, clk, FormatAuto, 30*time.Second, SourceNodes)
 	for range 2 {
-		v, _, ok, err := serve(c, c.Nodes, context.Background())
+		v, _, ok, err := serve(context.Background(), c, c.Nodes)
 		if !ok || err != nil || len(v) != 1 {
 			t.Fatalf("ok %v err %v", ok, err)
 		}
@@ -182,7 +182,7 @@ func TestCacheAutoFallsBackOnJSONShape(t *testing.T) {
 	}
 	// With --slurm.format=json there is no fallback: the error shows.
 	c2 := newTestCache(t, b, clk, FormatJSON, 30*time.Second, SourceNodes)
-	if _, _, ok, err := serve(c2, c2.Nodes, context.Background()); ok || err == nil {
+	if _, _, ok, err := serve(context.Background(), c2, c2.Nodes); ok || err == nil {
 		t.Errorf("json mode: ok %v err %v", ok, err)
 	}
 }

@@ -19,7 +19,7 @@ func TestSacctIncremental(t *testing.T) {
 	c.EnableSacct(NewSacctCounter(since, 10*time.Minute, time.UTC))
 	counts := func() map[EndKey]float64 {
 		t.Helper()
-		v, _, ok, err := serve(c, c.Sacct, context.Background())
+		v, _, ok, err := serve(context.Background(), c, c.Sacct)
 		if !ok {
 			t.Fatalf("no sacct value: %v", err)
 		}
@@ -55,7 +55,7 @@ func TestSacctIncremental(t *testing.T) {
 	// nothing new.
 	b.SetFail("sacct", true)
 	clk.Add(time.Minute)
-	if v, _, _, err := serve(c, c.Sacct, context.Background()); err == nil || !reflect.DeepEqual(v, want) {
+	if v, _, _, err := serve(context.Background(), c, c.Sacct); err == nil || !reflect.DeepEqual(v, want) {
 		t.Errorf("failing poll: %v, %v", v, err)
 	}
 	b.SetFail("sacct", false)

@@ -52,8 +52,12 @@ func TestServeDemo(t *testing.T) {
 		t.Error("landing page")
 	}
 	resp, err := http.Get(srv.URL + "/nope")
-	if err != nil || resp.StatusCode != 404 {
-		t.Errorf("unknown path: %v %v", resp, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Errorf("unknown path: %v", resp.StatusCode)
 	}
 }
 

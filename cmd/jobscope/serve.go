@@ -52,16 +52,16 @@ func newMux(exp *collector.Exporter, o *options, logger *slog.Logger) *http.Serv
 }
 
 // scrapeTimeout leaves Prometheus half a second to receive the answer.
-func scrapeTimeout(r *http.Request, max time.Duration) time.Duration {
+func scrapeTimeout(r *http.Request, limit time.Duration) time.Duration {
 	if v := r.Header.Get("X-Prometheus-Scrape-Timeout-Seconds"); v != "" {
 		if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
 			d := time.Duration(s*float64(time.Second)) - 500*time.Millisecond
-			if d > 100*time.Millisecond && d < max {
+			if d > 100*time.Millisecond && d < limit {
 				return d
 			}
 		}
 	}
-	return max
+	return limit
 }
 
 var landingTmpl = template.Must(template.New("landing").Parse(`<!doctype html>

@@ -46,9 +46,7 @@ func Factory() collector.Factory {
 		DefaultIn: []collector.Mode{collector.ModeNode},
 		NeedsJobs: true,
 		Descs:     func() []*collector.Desc { return collector.DescsOf(newEBPFDescs()) },
-		Flags: func(*pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
-			return func(env *collector.Env) (collector.Collector, error) { return New(env) }
-		},
+		Flags:     func(*pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) { return New },
 	}
 }
 

@@ -318,11 +318,11 @@ func TestPowerLiveFactor(t *testing.T) {
 // the jobs keep their (zero) counters. Root reads any mode, so the file is
 // replaced by a directory, which fails for root too.
 func TestPowerRAPLRefused(t *testing.T) {
-	c, root, _, gpus := powerFixture(t, PowerOptions{})
+	c, root, _, _ := powerFixture(t, PowerOptions{})
 	pc := c.(*powerCollector)
 	opts := pc.opts
 	opts.IPMICommand = ""
-	gpus = nil // no GPU
+	var gpus collector.GPUSource // no GPU
 	for _, z := range []string{"intel-rapl:0", "intel-rapl:0:0", "intel-rapl:0:1", "intel-rapl:1", "intel-rapl:1:0"} {
 		f := filepath.Join(root, "sys", "class", "powercap", z, "energy_uj")
 		if err := os.Remove(f); err != nil {

@@ -114,6 +114,10 @@ func procValues(t testing.TB, c collector.Collector, jobs func() []*discovery.Jo
 		t.Fatal(err)
 	}
 	close(ch)
+	names := map[*prometheus.Desc]string{}
+	for _, d := range collector.DescsOf(c.(*processCollector).d) {
+		names[d.Prom()] = d.Name
+	}
 	out := map[string]float64{}
 	for m := range ch {
 		var pb dto.Metric
@@ -135,10 +139,7 @@ func procValues(t testing.TB, c collector.Collector, jobs func() []*discovery.Jo
 			continue
 		}
 		sort.Strings(extra)
-		name := m.Desc().String()
-		name = name[strings.Index(name, `fqName: "`)+9:]
-		name = name[:strings.Index(name, `"`)]
-		key := name + "{" + strings.Join(extra, ",") + "}"
+		key := names[m.Desc()] + "{" + strings.Join(extra, ",") + "}"
 		switch {
 		case pb.Gauge != nil:
 			out[key] = pb.Gauge.GetValue()
