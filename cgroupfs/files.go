@@ -15,13 +15,45 @@ type Files struct {
 	r      *Reader
 	report func(cause string, err error)
 	dirs   []Dir
+	dirBuf [4]Dir // a job's directories: one on v2, one per controller on v1
 	// Gone is set once the job's cgroup has vanished: stop quietly.
 	Gone bool
+	// Problems collects what is reported when report is nil.
+	Problems []Problem
 }
 
-// NewFiles starts reading one job through r (not safe for concurrent use).
+// Problem is a file that could not be read or parsed, with its cause.
+type Problem struct {
+	Cause string
+	Err   error
+}
+
+// NewFiles starts reading one job through r (not safe for concurrent
+// use); report gets each problem (nil: they are kept in Problems).
 func NewFiles(r *Reader, report func(cause string, err error)) *Files {
-	return &Files{r: r, report: report}
+	f := &Files{r: r, report: report}
+	f.dirs = f.dirBuf[:0]
+	return f
+}
+
+// Collect runs fn with the problems it meets kept, not reported, and
+// returns them.
+func (f *Files) Collect(fn func()) []Problem {
+	report, kept := f.report, len(f.Problems)
+	f.report = nil
+	fn()
+	f.report = report
+	out := f.Problems[kept:]
+	f.Problems = f.Problems[:kept]
+	return out
+}
+
+func (f *Files) problem(cause string, err error) {
+	if f.report == nil {
+		f.Problems = append(f.Problems, Problem{cause, err})
+		return
+	}
+	f.report(cause, err)
 }
 
 // FileError is a file whose content is not what the kernel writes.
@@ -61,9 +93,9 @@ func (f *Files) fail(err error, isDir bool) {
 			f.Gone = true
 		}
 	case errors.Is(err, os.ErrPermission):
-		f.report("permission_denied", err)
+		f.problem("permission_denied", err)
 	default:
-		f.report("read_failed", err)
+		f.problem("read_failed", err)
 	}
 }
 
@@ -94,7 +126,7 @@ func (f *Files) Read(dir, name string) []byte {
 
 // Malformed reports a file whose content did not parse.
 func (f *Files) Malformed(dir, name string, err error) {
-	f.report("malformed_file", &FileError{Path: dir + "/" + name, Why: err.Error()})
+	f.problem("malformed_file", &FileError{Path: dir + "/" + name, Why: err.Error()})
 }
 
 // Uint reads a file holding one number (false: absent, gone or bad).

@@ -79,15 +79,16 @@ func (d Dir) Path() string { return d.path }
 // ReadIn returns the content of file name in d. The slice is valid until
 // the next read.
 func (r *Reader) ReadIn(d Dir, name string) ([]byte, error) {
-	path := d.path + "/" + name
+	// The path is built only when needed: a scrape reads thousands of files.
+	path := func() string { return d.path + "/" + name }
 	if r.fault != nil {
-		if err := r.fault(path); err != nil {
+		if err := r.fault(path()); err != nil {
 			return nil, err
 		}
 	}
 	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		return nil, &os.PathError{Op: "open", Path: path(), Err: err}
 	}
 	defer unix.Close(fd)
 	n := 0
@@ -105,7 +106,7 @@ func (r *Reader) ReadIn(d Dir, name string) ([]byte, error) {
 			continue
 		}
 		if err != nil {
-			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+			return nil, &os.PathError{Op: "read", Path: path(), Err: err}
 		}
 		if m == 0 {
 			return r.buf[:n], nil

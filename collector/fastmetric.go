@@ -21,28 +21,36 @@ import (
 // The pairs are never written after creation, which is what sharing needs.
 // Label names come from the Desc, never from parsing its text.
 
-// PairCache holds shared label pairs of bounded label values.
+// PairCache holds shared label pairs of bounded label values, by label
+// name then value (two lookups, no key to build: this runs for every
+// series).
 type PairCache struct {
 	mu    sync.Mutex
-	pairs map[string]*dto.LabelPair
+	pairs map[string]map[string]*dto.LabelPair
+	n     int
 }
 
 // pairCacheMax bounds the cache; past it pairs are built per series.
 const pairCacheMax = 1 << 14
 
 // NewPairCache returns an empty cache; a collector keeps one for its life.
-func NewPairCache() *PairCache { return &PairCache{pairs: map[string]*dto.LabelPair{}} }
+func NewPairCache() *PairCache { return &PairCache{pairs: map[string]map[string]*dto.LabelPair{}} }
 
 func (c *PairCache) get(name, value string) *dto.LabelPair {
-	key := name + "\x00" + value
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if p, ok := c.pairs[key]; ok {
+	byValue := c.pairs[name]
+	if p, ok := byValue[value]; ok {
 		return p
 	}
 	p := &dto.LabelPair{Name: &name, Value: &value}
-	if len(c.pairs) < pairCacheMax {
-		c.pairs[key] = p
+	if c.n < pairCacheMax {
+		if byValue == nil {
+			byValue = map[string]*dto.LabelPair{}
+			c.pairs[name] = byValue
+		}
+		byValue[value] = p
+		c.n++
 	}
 	return p
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/jobscope/jobscope/cgroupfs"
 	"github.com/jobscope/jobscope/collector/discovery"
 )
 
@@ -82,7 +83,12 @@ func (s *Scrape) Jobs() []*discovery.Job {
 
 // Usage returns the job's cgroup usage in this scrape, reading it on the
 // first call of any collector.
-func (s *Scrape) Usage(j *discovery.Job) *Usage {
+func (s *Scrape) Usage(j *discovery.Job) *Usage { return s.UsageFrom(j, nil) }
+
+// UsageFrom is Usage for a collector that reads the job's files itself:
+// when it asks first, the usage is read through f, whose open directories
+// it then goes on using (one open of the job directory, not two).
+func (s *Scrape) UsageFrom(j *discovery.Job, f *cgroupfs.Files) *Usage {
 	s.usageMu.Lock()
 	if s.usageOf == nil {
 		s.usageOf = map[*discovery.Job]*usageCell{}
@@ -93,7 +99,7 @@ func (s *Scrape) Usage(j *discovery.Job) *Usage {
 		s.usageOf[j] = c
 	}
 	s.usageMu.Unlock()
-	c.once.Do(func() { c.u = s.usage.read(s, j) })
+	c.once.Do(func() { c.u = s.usage.read(s, j, f) })
 	return c.u
 }
 

@@ -28,7 +28,7 @@ type Usage struct {
 	Gone bool
 	// Problems are files that could not be read or parsed, for the cgroup
 	// collector to report (the others use what could be read).
-	Problems []UsageProblem
+	Problems []cgroupfs.Problem
 }
 
 // UsageFields says which fields of a Usage were read.
@@ -46,12 +46,6 @@ const (
 	HasCPUs
 )
 
-// UsageProblem is one file of a Usage that could not be read or parsed.
-type UsageProblem struct {
-	Cause string
-	Err   error
-}
-
 // cpusetTTL: a job's cpuset is set when it starts and changes only by an
 // admin's hand; it is re-read this often, not every scrape.
 const cpusetTTL = time.Minute
@@ -66,7 +60,7 @@ type usageReader struct {
 type cpusetCache struct {
 	cpus     []int
 	ok       bool
-	problems []UsageProblem // reported again at each scrape the cache serves
+	problems []cgroupfs.Problem // reported again at each scrape the cache serves
 	readAt   time.Time
 }
 
@@ -83,12 +77,22 @@ var cpuStatV2 = map[string]UsageFields{
 	"nr_periods": HasPeriods, "nr_throttled": HasThrottled, "throttled_usec": HasThrottledTime,
 }
 
-func (u *usageReader) read(s *Scrape, j *discovery.Job) *Usage {
+// read reads j's usage through f, whose open directories the caller may
+// go on using (nil: a reader of its own).
+func (u *usageReader) read(s *Scrape, j *discovery.Job, f *cgroupfs.Files) *Usage {
+	if f == nil {
+		r := u.readers.Get().(*cgroupfs.Reader)
+		defer u.readers.Put(r)
+		f = cgroupfs.NewFiles(r, nil)
+		defer f.Close()
+	}
 	us := &Usage{}
-	r := u.readers.Get().(*cgroupfs.Reader)
-	defer u.readers.Put(r)
-	f := cgroupfs.NewFiles(r, func(cause string, err error) { us.Problems = append(us.Problems, UsageProblem{cause, err}) })
-	defer f.Close()
+	us.Problems = f.Collect(func() { u.readInto(s, j, f, us) })
+	us.Gone = f.Gone
+	return us
+}
+
+func (u *usageReader) readInto(s *Scrape, j *discovery.Job, f *cgroupfs.Files, us *Usage) {
 	if j.Version == 2 {
 		us.readV2(f, j.Dir)
 	} else {
@@ -102,8 +106,6 @@ func (u *usageReader) read(s *Scrape, j *discovery.Job) *Usage {
 	if !f.Gone {
 		u.cpuset(s, j, f, us)
 	}
-	us.Gone = f.Gone
-	return us
 }
 
 func (us *Usage) readV2(f *cgroupfs.Files, dir string) {
@@ -151,16 +153,18 @@ func (u *usageReader) cpuset(s *Scrape, j *discovery.Job, f *cgroupfs.Files, us 
 	}
 	u.cpusets.Job(s, j).Do(func(c *cpusetCache) {
 		if !c.ok || u.now().Sub(c.readAt) >= cpusetTTL {
-			before := len(us.Problems)
+			before := len(f.Problems)
 			c.cpus, c.ok = f.CPUList(dir, name)
 			if !c.ok && fallback != "" && !f.Gone {
 				// cpuset.cpus (the configured set) stands in for an
 				// effective set the kernel lacks or that does not parse.
 				c.cpus, c.ok = f.CPUList(dir, fallback)
 			}
-			c.problems, c.readAt = slices.Clone(us.Problems[before:]), u.now()
+			c.problems, c.readAt = slices.Clone(f.Problems[before:]), u.now()
 		} else {
-			us.Problems = append(us.Problems, c.problems...)
+			// Reported again at each scrape the cache serves (read
+			// runs this under f.Collect: they join what it returns).
+			f.Problems = append(f.Problems, c.problems...)
 		}
 		if c.ok {
 			us.CPUs, us.Has = c.cpus, us.Has|HasCPUs

@@ -43,7 +43,7 @@ func (jr *jobReader) uintFile(dir, name string, desc *collector.Desc, t promethe
 // cores (read once for every collector), and reports its bad files here,
 // where the series they would have given are missing.
 func (jr *jobReader) usage() *collector.Usage {
-	u := jr.s.Usage(jr.job)
+	u := jr.s.UsageFrom(jr.job, jr.Files)
 	for _, p := range u.Problems {
 		jr.s.Problem(p.Cause, p.Err)
 	}
