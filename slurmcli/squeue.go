@@ -93,9 +93,9 @@ func ParseSqueueJSON(r io.Reader) ([]Job, error) {
 		j := Job{
 			ID:        strconv.FormatFloat(x.JobID.V, 'f', -1, 64),
 			Reason:    x.Reason,
-			Partition: x.Partition,
-			User:      x.UserName,
-			Account:   x.Account,
+			Partition: Clean(x.Partition),
+			User:      Clean(x.UserName),
+			Account:   Clean(x.Account),
 			Count:     1,
 			CPUs:      x.CPUs.V,
 		}
@@ -161,8 +161,8 @@ func ParseSqueueText(r io.Reader) ([]Job, error) {
 		}
 		// %i|%A|%F|%K|%j|%T|%r|%P|%u|%U|%a|%q|%C|%D|%m|%b|...
 		j := Job{
-			ID: f[0], State: strings.ToUpper(f[5]), Reason: f[6], Partition: f[7],
-			User: f[8], Account: f[10], Count: 1,
+			ID: f[0], State: strings.ToUpper(f[5]), Reason: f[6], Partition: Clean(f[7]),
+			User: Clean(f[8]), Account: Clean(f[10]), Count: 1,
 		}
 		if j.User == "" {
 			j.User = f[9]

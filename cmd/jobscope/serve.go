@@ -30,18 +30,18 @@ func buildExporter(o *options, fs *pflag.FlagSet, set *collector.Set, mode colle
 			// Without cgroups no job is found; the exporter still serves its
 			// self metrics and any collector that does not need jobs.
 			logger.Error("no cgroup hierarchy found: no jobs will be reported", "err", err)
-		} else {
-			logger.Info("cgroup layout", "layout", layout.String())
 		}
-		cfg := discovery.Config{Layout: layout, ProcFS: o.procfs, PropsDir: o.propsDir}
-		if o.scontrolFallback {
-			sc, err := scontrolFallback(fs, o.scontrolTimeout, logger)
-			if err != nil {
-				return nil, nil, err
-			}
-			cfg.Scontrol = sc
+		queue, err := nodeMetaQueue(fs, o, logger)
+		if err != nil {
+			return nil, nil, err
 		}
-		env.Discoverer = discovery.New(cfg)
+		env.Discoverer = discovery.New(discovery.Config{
+			Layout: layout, ProcFS: o.procfs, PropsDir: o.propsDir, Logger: logger,
+			Queue: queue, QueueInterval: o.nodeMeta.interval, QueueTimeout: o.nodeMeta.timeout,
+			NodeNames: o.nodeMeta.nodeNames, Hostname: shortHostname(),
+		})
+		env.Shared.Set("discovery", env.Discoverer) // its background squeue stops at shutdown
+		logSurvey(logger, layout, env.Discoverer.Survey(), queue != nil)
 	}
 	built := set.Build(env, names, func(name string, err error) {
 		logger.Warn("collector unavailable: its success metric stays 0", "collector", name, "err", err)
