@@ -35,7 +35,6 @@ type metaEntry struct {
 	seen   atomic.Int64         // unix nanoseconds of the last scrape that saw the job
 }
 
-
 // attachMeta gives each job its metadata and reports whether a job waits
 // for the background squeue. A scrape never waits for another scrape
 // reading the same job's sources (a process's environ can block), nor
