@@ -55,6 +55,10 @@ func NewExporter(collectors map[string]Collector, disc *discovery.Discoverer, pr
 // Names lists the enabled collectors.
 func (e *Exporter) Names() []string { return e.names }
 
+// Discovery returns job discovery (nil in controller mode without node
+// collectors), for the landing page.
+func (e *Exporter) Discovery() *discovery.Discoverer { return e.disc }
+
 // Bind returns a prometheus.Collector that scrapes under ctx (the request's
 // context with the scrape deadline).
 func (e *Exporter) Bind(ctx context.Context) prometheus.Collector { return &bound{e: e, ctx: ctx} }

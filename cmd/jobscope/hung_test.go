@@ -139,3 +139,23 @@ func BenchmarkScrape128(b *testing.B) {
 		})
 	}
 }
+
+// The landing page says what discovery found and skipped.
+func TestLandingDiscovery(t *testing.T) {
+	o, set, fs := demoOptions(t)
+	logger, _ := newLogger("error", "json", io.Discard)
+	exp, shared, err := buildExporter(o, fs, set, collector.ModeNode, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Close()
+	srv := httptest.NewServer(newMux(exp, o, logger))
+	defer srv.Close()
+	get(t, srv.URL+"/metrics")
+	page := get(t, srv.URL+"/")
+	for _, want := range []string{"Job discovery", "slurmstepd.scope", "job_id: 3", "background squeue</td><td>off"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("landing page lacks %q:\n%s", want, page)
+		}
+	}
+}

@@ -62,6 +62,9 @@ type scan struct {
 	nodes map[string]bool
 	// sluids are SLUID directories still without a job id this pass.
 	sluids int
+	// survey passes log what they skip but do not count it: the counter
+	// counts scrapes.
+	survey bool
 }
 
 func (d *Discoverer) newScan() *scan {
@@ -70,7 +73,7 @@ func (d *Discoverer) newScan() *scan {
 
 func (s *scan) skip(reason, path string) {
 	s.stats.Skipped[reason]++
-	s.d.skips.report(reason, path)
+	s.d.skips.report(reason, path, !s.survey)
 }
 
 // add keeps a job unless its id was found already.

@@ -12,17 +12,21 @@ type skipLog struct {
 
 	mu       sync.Mutex
 	totals   map[string]float64
+	logged   map[string]bool
 	sawOther bool
 }
 
 func newSkipLog(log *slog.Logger) *skipLog {
-	return &skipLog{log: log, totals: map[string]float64{}}
+	return &skipLog{log: log, totals: map[string]float64{}, logged: map[string]bool{}}
 }
 
-func (s *skipLog) report(reason, path string) {
+func (s *skipLog) report(reason, path string, count bool) {
 	s.mu.Lock()
-	first := s.totals[reason] == 0
-	s.totals[reason]++
+	first := !s.logged[reason]
+	s.logged[reason] = true
+	if count {
+		s.totals[reason]++
+	}
 	s.mu.Unlock()
 	if first {
 		s.log.Warn("job directory skipped: not exported as a job (logged once per reason; counted in jobscope_discovery_skipped_total)",
@@ -79,6 +83,7 @@ func (d *Discoverer) Status() Status {
 // says about the node (scopes and job directories by naming scheme).
 func (d *Discoverer) Survey() ScanStats {
 	s := d.newScan()
+	s.survey = true
 	if d.cfg.Layout.V2 != "" {
 		s.findV2()
 	}
