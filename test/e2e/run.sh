@@ -666,17 +666,17 @@ if [ -n "${CTL_COLLECTORS:-}" ]; then
 	SI=$(sinfo -h -N -o '%N %T' | sort -u | awk '{print $2}' | tr -d '*~#!%$@^' | sort | uniq -c | awk '{print $2"="$1}' | paste -sd, -)
 	scrape $PORT_CTL "$C" || die "scrape of the controller instance failed"
 	got=""
-	for s in $(grep -E '^slurm_jobs\{' "$C" | sed -n 's/.*state="\([^"]*\)".*/\1/p' | sort -u); do
-		got+="$s=$(mnum "$C" slurm_jobs "state=\"$s\""),"
+	for s in $(grep -E '^slurm_queue_jobs\{' "$C" | sed -n 's/.*state="\([^"]*\)".*/\1/p' | sort -u); do
+		got+="$s=$(mnum "$C" slurm_queue_jobs "state=\"$s\""),"
 	done
-	check_eq "controller: slurm_jobs by state == squeue" "$SQ" "${got%,}"
-	check_eq "controller: pending reason JobHeldUser" 1 "$(mnum "$C" slurm_jobs_pending 'reason="JobHeldUser"')"
+	check_eq "controller: slurm_queue_jobs by state == squeue" "$SQ" "${got%,}"
+	check_eq "controller: pending reason JobHeldUser" 1 "$(mnum "$C" slurm_queue_jobs_pending 'reason="JobHeldUser"')"
 	got=""
-	for s in $(grep -E '^slurm_nodes\{' "$C" | sed -n 's/.*state="\([^"]*\)".*/\1/p' | sort -u); do
-		v=$(mnum "$C" slurm_nodes "state=\"$s\"")
+	for s in $(grep -E '^slurm_cluster_nodes\{' "$C" | sed -n 's/.*state="\([^"]*\)".*/\1/p' | sort -u); do
+		v=$(mnum "$C" slurm_cluster_nodes "state=\"$s\"")
 		[ "$v" != 0 ] && got+="$s=$v,"
 	done
-	check_eq "controller: slurm_nodes by state == sinfo" "$SI" "${got%,}"
+	check_eq "controller: slurm_cluster_nodes by state == sinfo" "$SI" "${got%,}"
 	check_eq "controller: jobscope_slurm_up all 1" "" "$(grep -E '^jobscope_slurm_up\{' "$C" | awk '$NF!=1' | head -3 | tr '\n' ' ')"
 	check_eq "promtool check metrics (controller)" "" "$(promtool check metrics <"$C" 2>&1 | head -3 | tr '\n' ' ')"
 else
@@ -693,8 +693,8 @@ check_eq "prometheus: jobscope targets up" "1,1" \
 Q="rate(slurm_job_cpu_usage_seconds_total{jobid=\"$J_HOLD\"}[5s])"
 check_eq "prometheus: rate() over the holder's CPU series" 1 "$(promq "$Q" | jq -r '.data.result | length')"
 if [ -n "${CTL_COLLECTORS:-}" ]; then
-	check_eq "prometheus: sum(slurm_jobs) == squeue" "$(squeue -h | wc -l)" \
-		"$(promq 'sum(slurm_jobs)' | jq -r '.data.result[0].value[1] // "absent"')"
+	check_eq "prometheus: sum(slurm_queue_jobs) == squeue" "$(squeue -h | wc -l)" \
+		"$(promq 'sum(slurm_queue_jobs)' | jq -r '.data.result[0].value[1] // "absent"')"
 fi
 if grep -q '^rule_files:' "$WORK/etc/prometheus.yml"; then
 	RULES_URL=http://127.0.0.1:$PORT_PROM/api/v1/rules
