@@ -146,6 +146,19 @@ func TestPromtoolCheckRules(t *testing.T) {
 	}
 }
 
+// TestPromtoolRuleTests runs the rule unit tests (prometheus/tests): the
+// alerts fire on the series that should raise them, and only there.
+func TestPromtoolRuleTests(t *testing.T) {
+	p := promtool(t)
+	tests, _ := filepath.Glob("prometheus/tests/*.yml")
+	if len(tests) == 0 {
+		t.Fatal("no rule tests under contrib/prometheus/tests")
+	}
+	if out, err := exec.Command(p, append([]string{"test", "rules"}, tests...)...).CombinedOutput(); err != nil {
+		t.Fatalf("promtool test rules: %v\n%s", err, out)
+	}
+}
+
 func TestPromtoolCheckConfig(t *testing.T) {
 	p := promtool(t)
 	// The example's file_sd path does not exist here: promtool only warns.
