@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -141,9 +142,13 @@ func (d *Discoverer) DiscoverStats(ctx context.Context, problem Problem) ([]*Job
 	}
 	s.findV1()
 	sort.Slice(s.jobs, func(a, b int) bool { return lessJobID(s.jobs[a].ID, s.jobs[b].ID) })
-	waiting := d.attachMeta(ctx, s.jobs, problem)
-	if d.queue != nil && (waiting || s.sluids > 0) {
-		d.queue.want(QueueRequest{Nodes: d.nodeNames(s.nodes), SLUID: s.sluids > 0})
+	waiting := map[string]bool{}
+	for n := range s.unresolved {
+		waiting[n] = true
+	}
+	d.attachMeta(ctx, s.jobs, problem, waiting)
+	if d.queue != nil && len(waiting) > 0 {
+		d.queue.want(QueueRequest{Nodes: d.nodeNames(waiting), SLUID: len(s.unresolved) > 0})
 	}
 	d.mu.Lock()
 	d.last = s.stats
@@ -151,19 +156,22 @@ func (d *Discoverer) DiscoverStats(ctx context.Context, problem Problem) ([]*Job
 	return s.jobs, s.stats
 }
 
-// nodeNames are the node names squeue is asked about.
-func (d *Discoverer) nodeNames(seen map[string]bool) []string {
+// nodeNames are the node names squeue is asked about: those of the scopes
+// that hold jobs waiting for it (a stale scope of another node name, left
+// by a test setup, must not make squeue refuse the whole list), the host
+// name for a scope without a prefix; --slurm.node-name overrides them.
+func (d *Discoverer) nodeNames(waiting map[string]bool) []string {
 	if len(d.cfg.NodeNames) > 0 {
 		return d.cfg.NodeNames
 	}
 	var names []string
-	for n := range seen {
-		if slurmcli.ValidNodeName(n) {
+	for n := range waiting {
+		if n == "" {
+			n = d.cfg.Hostname
+		}
+		if slurmcli.ValidNodeName(n) && !slices.Contains(names, n) {
 			names = append(names, n)
 		}
-	}
-	if len(names) == 0 && d.cfg.Hostname != "" {
-		names = append(names, d.cfg.Hostname)
 	}
 	sort.Strings(names)
 	return names

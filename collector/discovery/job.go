@@ -27,6 +27,7 @@ type Job struct {
 	Meta Meta
 
 	ino      uint64 // inode of the (first) job directory: tells a reused id apart
+	node     string // Slurm node name of the scope's prefix, "" without one
 	pidsOnce sync.Once
 	pids     []int
 }

@@ -35,11 +35,11 @@ type metaEntry struct {
 	seen   atomic.Int64         // unix nanoseconds of the last scrape that saw the job
 }
 
-// attachMeta gives each job its metadata and reports whether a job waits
-// for the background squeue. A scrape never waits for another scrape
+// attachMeta gives each job its metadata and adds to waiting the nodes
+// (scope prefixes) of the jobs that wait for the background squeue. A scrape never waits for another scrape
 // reading the same job's sources (a process's environ can block), nor
 // reads sources past its deadline: it exports what is known.
-func (d *Discoverer) attachMeta(ctx context.Context, jobs []*Job, problem Problem) (waiting bool) {
+func (d *Discoverer) attachMeta(ctx context.Context, jobs []*Job, problem Problem, waiting map[string]bool) {
 	now := d.cfg.Now()
 	entries := make([]*metaEntry, len(jobs))
 	d.mu.Lock()
@@ -62,13 +62,12 @@ func (d *Discoverer) attachMeta(ctx context.Context, jobs []*Job, problem Proble
 		if ctx.Err() == nil && e.mu.TryLock() {
 			d.refresh(j, e, now, problem)
 			if !e.final {
-				waiting = true
+				waiting[j.node] = true
 			}
 			e.mu.Unlock()
 		}
 		j.Meta = *e.merged.Load()
 	}
-	return waiting
 }
 
 // sweep drops the entries of jobs no scrape has seen for sweepAfter.

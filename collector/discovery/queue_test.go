@@ -161,3 +161,26 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 	t.Fatal("condition never met")
 }
+
+// squeue is asked about the nodes whose scopes hold jobs that wait for it:
+// a stale scope of another node name (left by a test setup) would make
+// squeue refuse the whole list ("Invalid node name").
+func TestQueueNodeNames(t *testing.T) {
+	root := t.TempDir()
+	for _, p := range []string{"ghost_slurmstepd.scope/system", "n7_slurmstepd.scope/job_5/step_0", "slurmstepd.scope/job_6/step_0"} {
+		if err := os.MkdirAll(filepath.Join(root, "system.slice", p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := make(chan QueueRequest, 1)
+	d := New(Config{Layout: Layout{V2: root}, ProcFS: t.TempDir(), Hostname: "host1", ProcOwner: func(string) (int, bool) { return 0, false },
+		Queue: func(ctx context.Context, req QueueRequest) ([]slurmcli.NodeJob, error) {
+			reqs <- req
+			return nil, nil
+		}})
+	defer d.Close()
+	d.Discover(t.Context(), nil)
+	if req := <-reqs; strings.Join(req.Nodes, ",") != "host1,n7" || req.SLUID {
+		t.Errorf("request %+v, want nodes host1 (no prefix) and n7, not ghost", req)
+	}
+}

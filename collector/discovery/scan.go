@@ -58,17 +58,16 @@ type scan struct {
 	stats ScanStats
 	jobs  []*Job
 	ids   map[string]bool
-	// nodes are the node names of the scopes' <node>_ / slurm_<node> prefixes.
-	nodes map[string]bool
-	// sluids are SLUID directories still without a job id this pass.
-	sluids int
+	// unresolved are the nodes (scope prefixes) of SLUID directories still
+	// without a job id this pass.
+	unresolved map[string]bool
 	// survey passes log what they skip but do not count it: the counter
 	// counts scrapes.
 	survey bool
 }
 
 func (d *Discoverer) newScan() *scan {
-	return &scan{d: d, stats: newScanStats(), ids: map[string]bool{}, nodes: map[string]bool{}}
+	return &scan{d: d, stats: newScanStats(), ids: map[string]bool{}, unresolved: map[string]bool{}}
 }
 
 func (s *scan) skip(reason, path string) {
@@ -111,24 +110,23 @@ func (s *scan) findV2() {
 		if !isScope || node != "" && !strings.HasSuffix(node, "_") {
 			continue
 		}
-		if node != "" {
-			s.nodes[strings.TrimSuffix(node, "_")] = true
-		}
+		node = strings.TrimSuffix(node, "_")
 		scopeDir := filepath.Join(slice, sc.name)
 		s.stats.Scopes = append(s.stats.Scopes, scopeDir)
 		ents, _ := listDirs(scopeDir)
 		for _, e := range ents {
 			// system/ holds the slurmstepd daemons themselves.
 			if e.name != "system" {
-				s.jobDir(filepath.Join(scopeDir, e.name), e, 2, -1, "")
+				s.jobDir(filepath.Join(scopeDir, e.name), e, node, 2, -1, "")
 			}
 		}
 	}
 }
 
 // jobDir classifies one candidate job directory and, where it is a job,
-// adds it. v1 passes the controller and the uid from the path.
-func (s *scan) jobDir(dir string, e dirent, version, uid int, v1ctrl string) *Job {
+// adds it. node is the Slurm node name of its scope's prefix ("" without
+// one); v1 passes the controller and the uid from the path.
+func (s *scan) jobDir(dir string, e dirent, node string, version, uid int, v1ctrl string) *Job {
 	scheme, id, sluid := classify(e.name)
 	if scheme == "" {
 		if !hasStepDir(dir) {
@@ -144,12 +142,12 @@ func (s *scan) jobDir(dir string, e dirent, version, uid int, v1ctrl string) *Jo
 		return nil
 	case SchemeSLUID:
 		if id = s.d.resolveSLUID(dir, e.ino, sluid); id == "" {
-			s.sluids++
+			s.unresolved[node] = true
 			s.skip(SkipUnresolved, dir)
 			return nil
 		}
 	}
-	j := &Job{ID: id, SLUID: sluid, Version: version, ino: e.ino, Meta: Meta{UID: uid}}
+	j := &Job{ID: id, SLUID: sluid, Version: version, node: node, ino: e.ino, Meta: Meta{UID: uid}}
 	if version == 2 {
 		j.Dir = dir
 	} else {
@@ -184,9 +182,8 @@ func (s *scan) findV1() {
 			if top.name != "slurm" && !strings.HasPrefix(top.name, "slurm_") {
 				continue
 			}
-			if node, ok := strings.CutPrefix(top.name, "slurm_"); ok {
-				s.nodes[node] = true
-			}
+			node := strings.TrimPrefix(top.name, "slurm")
+			node = strings.TrimPrefix(node, "_")
 			topDir := filepath.Join(mnt, top.name)
 			uids, _ := listDirs(topDir)
 			for _, u := range uids {
@@ -217,7 +214,7 @@ func (s *scan) findV1() {
 						continue // skipped in an earlier controller
 					}
 					seen[key] = true
-					if j := s.jobDir(dir, je, 1, uid, ctrl); j != nil {
+					if j := s.jobDir(dir, je, node, 1, uid, ctrl); j != nil {
 						byDir[key] = j
 					}
 				}
