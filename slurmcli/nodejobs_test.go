@@ -125,6 +125,7 @@ func TestQueryNodeJobs(t *testing.T) {
 
 func FuzzParseNodeJobsJSON(f *testing.F) {
 	f.Add(smallSqueueJSON(f, "squeue-running.json", 3, 7))
+	f.Add(smallSqueueJSON(f, "squeue-nodelist.json", 8, 9, 10))
 	f.Add([]byte(`{"jobs":[{"job_id":{"set":true,"number":42},"step_id":{"sluid":"sDVNM87TZNTA00"},"array_job_id":{"set":true,"number":40},"array_task_id":{"set":true,"number":2}}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		jobs, err := ParseNodeJobsJSON(bytes.NewReader(b))
@@ -135,6 +136,7 @@ func FuzzParseNodeJobsJSON(f *testing.F) {
 }
 
 func FuzzParseNodeJobsText(f *testing.F) {
+	seed(f, "squeue-nodelist-text.txt")
 	f.Add([]byte("12|7|2|bob|1002|chemistry|normal|batch|2026-11-21T12:09:43|arr\n3|3|N/A|alice|1001|(null)|(null)|debug|N/A|a|b\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		jobs, err := ParseNodeJobsText(bytes.NewReader(b), time.UTC)
@@ -151,6 +153,46 @@ func checkNodeJobs(t *testing.T, jobs []NodeJob) {
 		}
 		if (j.ArrayJobID == "") != (j.ArrayTaskID == "") {
 			t.Fatalf("half an array id: %+v", j)
+		}
+	}
+}
+
+// Real captures of the node-metadata squeue from Slurm 22.05 (text and
+// JSON of the same moment): the same running jobs, array tasks by their
+// raw ids, a | in the job name, and the same start times.
+func TestParseNodeJobsCaptures(t *testing.T) {
+	text, err := ParseNodeJobsText(openFixture(t, "squeue-nodelist-text.txt"), time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []NodeJob{
+		{ID: "10", User: "bob", UID: 1002, Account: "chemistry", QOS: "normal", Partition: "batch", Name: "arr|x", ArrayJobID: "8", ArrayTaskID: "1", StartTime: 1795563387},
+		{ID: "8", User: "bob", UID: 1002, Account: "chemistry", QOS: "normal", Partition: "batch", Name: "arr|x", ArrayJobID: "8", ArrayTaskID: "2", StartTime: 1795563387},
+		{ID: "9", User: "alice", UID: 1001, Account: "physics", QOS: "normal", Partition: "debug", Name: "plain", StartTime: 1795563387},
+	}
+	if len(text) != len(want) {
+		t.Fatalf("text: %d jobs, want %d", len(text), len(want))
+	}
+	for i := range want {
+		if text[i] != want[i] {
+			t.Errorf("text job %d:\n got %+v\nwant %+v", i, text[i], want[i])
+		}
+	}
+	js, err := ParseNodeJobsJSON(openFixture(t, "squeue-nodelist.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(js) != 10 {
+		t.Errorf("json: %d jobs: 22.05 lists every job it holds", len(js))
+	}
+	by := map[string]NodeJob{}
+	for _, j := range js {
+		by[j.ID] = j
+	}
+	for _, w := range want {
+		w.Cluster = "e2e"
+		if by[w.ID] != w {
+			t.Errorf("json job %s:\n got %+v\nwant %+v", w.ID, by[w.ID], w)
 		}
 	}
 }
