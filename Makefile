@@ -10,8 +10,12 @@ REVISION  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.revision=$(REVISION)
 DEMO_ADDR ?= 127.0.0.1:10817
 BIN       := bin/jobscope
+# go-nvml v0.13.4 wraps NVML functions that CUDA 13 deprecates: the warnings
+# say nothing about jobscope, so they are kept out of every build's output.
+CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
+export CGO_CFLAGS
 
-.PHONY: all build build-static demo test test-deps e2e bench bench-bpf generate docs fmt vet clean
+.PHONY: all build build-static demo test test-deps e2e bench bench-bpf generate docs fmt vet clean gpu-bundle
 
 all: build
 
@@ -60,6 +64,14 @@ bench: build
 bench-bpf:
 	JOBSCOPE_BENCH_BPF=1 $(GO) test ./bpf/ -run '^TestBenchBPF$$' -count=1 -v
 
+# The real-GPU harness (docs/gpu.md, "Verified on real hardware"): what a
+# GPU machine needs to run `bash .gpurun/run.sh` as root. CI has no GPU.
+gpu-bundle: build
+	mkdir -p .gpurun
+	CGO_ENABLED=0 $(GO) build -o .gpurun/gpucheck ./test/gpu/gpucheck
+	$(GO) build -o .gpurun/nvmldump ./test/gpu/nvmldump
+	cp $(BIN) test/gpu/gpuload.cu test/gpu/run.sh .gpurun/
+
 generate:
 	$(GO) generate ./...
 
@@ -73,4 +85,4 @@ vet:
 	$(GO) vet ./...
 
 clean:
-	rm -rf bin bench.out
+	rm -rf bin bench.out .gpurun
