@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -105,14 +104,8 @@ type nodeJobsJSON struct {
 // job's SLUID as step_id.sluid.
 func ParseNodeJobsJSON(r io.Reader) ([]NodeJob, error) {
 	var in nodeJobsJSON
-	if err := json.NewDecoder(r).Decode(&in); err != nil {
-		return nil, fmt.Errorf("squeue json: %w", err)
-	}
-	if in.Jobs == nil {
-		if err := in.Errors.err(); err != nil {
-			return nil, fmt.Errorf("squeue json: %w", err)
-		}
-		return nil, fmt.Errorf("squeue json: no \"jobs\" list: %w", ErrJSONShape)
+	if err := decodeSqueue(r, &in, func() bool { return in.Jobs != nil }, func() slurmErrors { return in.Errors }); err != nil {
+		return nil, err
 	}
 	out := make([]NodeJob, 0, len(in.Jobs))
 	for _, x := range in.Jobs {

@@ -2,7 +2,6 @@ package slurmcli
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -79,14 +78,8 @@ type squeueJSON struct {
 // ParseSqueueJSON reads `squeue --json` output (Slurm 22.05 and later).
 func ParseSqueueJSON(r io.Reader) ([]Job, error) {
 	var in squeueJSON
-	if err := json.NewDecoder(r).Decode(&in); err != nil {
-		return nil, fmt.Errorf("squeue json: %w", err)
-	}
-	if in.Jobs == nil {
-		if err := in.Errors.err(); err != nil {
-			return nil, fmt.Errorf("squeue json: %w", err)
-		}
-		return nil, fmt.Errorf("squeue json: no \"jobs\" list: %w", ErrJSONShape)
+	if err := decodeSqueue(r, &in, func() bool { return in.Jobs != nil }, func() slurmErrors { return in.Errors }); err != nil {
+		return nil, err
 	}
 	jobs := make([]Job, 0, len(in.Jobs))
 	for _, x := range in.Jobs {
