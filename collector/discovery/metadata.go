@@ -36,9 +36,10 @@ type metaEntry struct {
 }
 
 // attachMeta gives each job its metadata and adds to waiting the nodes
-// (scope prefixes) of the jobs that wait for the background squeue. A scrape never waits for another scrape
-// reading the same job's sources (a process's environ can block), nor
-// reads sources past its deadline: it exports what is known.
+// (scope prefixes) of the jobs that wait for the background squeue. A
+// scrape never waits for another scrape reading the same job's sources (a
+// process's environ can block), nor reads sources past its deadline: it
+// exports what is known.
 func (d *Discoverer) attachMeta(ctx context.Context, jobs []*Job, problem Problem, waiting map[string]bool) {
 	now := d.cfg.Now()
 	entries := make([]*metaEntry, len(jobs))
