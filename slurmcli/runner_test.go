@@ -93,4 +93,3 @@ func TestRunnerOutputLimit(t *testing.T) {
 		t.Errorf("stats %+v", stats["squeue"])
 	}
 }
-
