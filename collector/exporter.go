@@ -24,6 +24,7 @@ type Exporter struct {
 	usage      *usageReader
 
 	durationDesc, successDesc, buildDesc, jobsDesc *Desc
+	discoveryDescs                                 discoveryDescs
 }
 
 // BuildInfo labels jobscope_build_info.
@@ -31,8 +32,11 @@ type BuildInfo struct{ Version, Revision, GoVersion string }
 
 // Options configure an exporter.
 type Options struct {
-	// Jobs lists the node's jobs, once per scrape (job discovery); nil
-	// when no enabled collector needs jobs.
+	// Discoverer lists the node's jobs, once per scrape, and reports on
+	// itself (jobscope_discovery_*); nil when no enabled collector needs
+	// jobs.
+	Discoverer *discovery.Discoverer
+	// Jobs lists the jobs instead of a Discoverer (tests).
 	Jobs func(ctx context.Context, problem discovery.Problem) []*discovery.Job
 	// GPU reads the node's GPUs once per scrape (nil: none).
 	GPU GPUSource
@@ -62,14 +66,20 @@ func NewExporter(collectors map[string]Collector, o Options) *Exporter {
 			"jobscope version, git revision and Go version; always 1.", "version", "revision", "goversion"),
 		jobsDesc: NewDesc("jobscope_jobs",
 			"Slurm jobs discovered in this node's cgroups in this scrape."),
+		discoveryDescs: newDiscoveryDescs(),
 	}
 }
+
+// Discovery returns job discovery (nil in controller mode without node
+// collectors), for the landing page.
+func (e *Exporter) Discovery() *discovery.Discoverer { return e.opts.Discoverer }
 
 // Collector returns the named collector (nil when it is not enabled).
 func (e *Exporter) Collector(name string) Collector { return e.collectors[name] }
 
 // Names lists the enabled collectors.
 func (e *Exporter) Names() []string { return e.names }
+
 
 // Bind returns a prometheus.Collector that scrapes under ctx (the request's
 // context with the scrape deadline).
@@ -126,9 +136,12 @@ func (e *Exporter) collect(ctx context.Context, ch chan<- prometheus.Metric) {
 		ch <- e.durationDesc.Gauge(r.duration.Seconds(), name)
 		ch <- e.successDesc.Gauge(success, name)
 	}
-	if e.opts.Jobs != nil {
+	if e.opts.Discoverer != nil || e.opts.Jobs != nil {
 		s := rd.view("")
 		ch <- e.jobsDesc.Gauge(float64(len(s.Jobs())))
+		if e.opts.Discoverer != nil {
+			e.discoveryDescs.collect(ch, rd.scan, e.opts.Discoverer.Status())
+		}
 		if finished {
 			e.usage.cpusets.Sweep(s) // every collector that read usage is done
 		}
@@ -141,10 +154,16 @@ func (e *Exporter) collect(ctx context.Context, ch chan<- prometheus.Metric) {
 // most once, when a collector first asks for the jobs.
 func (e *Exporter) newRound(ctx context.Context) *round {
 	r := &round{ctx: ctx, serial: e.serial.Add(1), problems: e.problems, usage: e.usage, gpu: e.opts.GPU}
-	if e.opts.Jobs != nil {
+	problem := func(cause string, err error) { e.problems.Report("discovery", cause, err) }
+	switch {
+	case e.opts.Discoverer != nil:
 		r.listJobs = func() []*discovery.Job {
-			return e.opts.Jobs(ctx, func(cause string, err error) { e.problems.Report("discovery", cause, err) })
+			jobs, scan := e.opts.Discoverer.DiscoverStats(ctx, problem)
+			r.scan = scan // read after every collector is done, or by Jobs' once
+			return jobs
 		}
+	case e.opts.Jobs != nil:
+		r.listJobs = func() []*discovery.Job { return e.opts.Jobs(ctx, problem) }
 	}
 	return r
 }

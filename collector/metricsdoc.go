@@ -13,7 +13,7 @@ func MetricsDoc(factories []Factory) string {
 	b.WriteString("# jobscope metrics\n\n")
 	b.WriteString("Generated from the code by `make docs` (`go test ./collector/registry/ -run TestMetricsDoc -update`); a test fails when it is stale.\n")
 	b.WriteString("Every per-job series carries `jobid`, `user`, `account`; `slurm_job_info` carries the rest of the job's metadata.\n\n")
-	section(&b, "exporter (always on)", "", frameworkDescs())
+	section(&b, "exporter (always on)", "", FrameworkDescs())
 	for _, f := range factories {
 		if f.Descs == nil {
 			continue
@@ -45,8 +45,10 @@ func section(b *strings.Builder, title, help string, descs []*Desc) {
 	b.WriteString("\n")
 }
 
-// frameworkDescs are the metrics the exporter itself emits.
-func frameworkDescs() []*Desc {
+// FrameworkDescs are the metrics the exporter itself emits.
+func FrameworkDescs() []*Desc {
 	e := NewExporter(nil, Options{})
-	return []*Desc{e.durationDesc, e.successDesc, e.buildDesc, e.jobsDesc, NewProblems(nil).desc}
+	dd := e.discoveryDescs
+	return []*Desc{e.durationDesc, e.successDesc, e.buildDesc, e.jobsDesc, NewProblems(nil).desc,
+		dd.dirs, dd.skipped, dd.squeueUp, dd.squeueRuns, dd.squeueErrors}
 }

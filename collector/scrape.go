@@ -21,6 +21,7 @@ type round struct {
 	jobsOnce sync.Once
 	listJobs func() []*discovery.Job
 	jobs     []*discovery.Job
+	scan     discovery.ScanStats // what discovery saw; set with jobs
 
 	usage   *usageReader
 	usageMu sync.Mutex

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/spf13/pflag"
 
@@ -14,9 +15,9 @@ import (
 )
 
 // buildExporter detects the cgroup layout, builds the node resources the
-// enabled collectors share (job discovery, the eBPF programs, the GPU
-// backend), then the collectors. The returned func releases what they
-// hold, at shutdown.
+// enabled collectors share (job discovery and its background squeue, the
+// eBPF programs, the GPU backend), then the collectors. The returned func
+// releases what they hold, at shutdown.
 func buildExporter(o *options, fs *pflag.FlagSet, set *collector.Set, mode collector.Mode, logger *slog.Logger) (*collector.Exporter, func(), error) {
 	names := set.Enabled(mode)
 	env := &collector.Env{ProcFS: o.procfs, SysFS: o.sysfs, Logger: logger}
@@ -28,19 +29,18 @@ func buildExporter(o *options, fs *pflag.FlagSet, set *collector.Set, mode colle
 			// Without cgroups no job is found; the exporter still serves its
 			// self metrics and any collector that does not need jobs.
 			logger.Error("no cgroup hierarchy found: no jobs will be reported", "err", err)
-		} else {
-			logger.Info("cgroup layout", "layout", layout.String())
 		}
 		env.Layout = layout
-		cfg := discovery.Config{Layout: layout, ProcFS: o.procfs, PropsDir: o.propsDir}
-		if o.scontrolFallback {
-			sc, err := scontrolFallback(fs, o.scontrolTimeout, logger)
-			if err != nil {
-				return nil, nil, err
-			}
-			cfg.Scontrol = sc
+		queue, err := nodeMetaQueue(fs, o, logger)
+		if err != nil {
+			return nil, nil, err
 		}
-		eo.Jobs = discovery.New(cfg).Discover
+		eo.Discoverer = discovery.New(discovery.Config{
+			Layout: layout, ProcFS: o.procfs, PropsDir: o.propsDir, Logger: logger,
+			Queue: queue, QueueInterval: o.nodeMeta.interval, QueueTimeout: o.nodeMeta.timeout,
+			NodeNames: o.nodeMeta.nodeNames, Hostname: shortHostname(),
+		})
+		logSurvey(logger, layout, eo.Discoverer.Survey(), queue != nil)
 	}
 	// A failure here is the collector's: its constructor returns it, and
 	// it is logged once and reported as success 0 below.
@@ -55,16 +55,22 @@ func buildExporter(o *options, fs *pflag.FlagSet, set *collector.Set, mode colle
 		logger.Warn("collector unavailable: its success metric stays 0", "collector", name, "err", err)
 	})
 	exp := collector.NewExporter(built, eo)
+	var once sync.Once
 	release := func() {
-		exp.Close()
-		if env.BPF != nil {
-			if err := env.BPF.Close(); err != nil {
-				logger.Warn("detaching eBPF programs", "err", err)
+		once.Do(func() {
+			exp.Close()
+			if env.BPF != nil {
+				if err := env.BPF.Close(); err != nil {
+					logger.Warn("detaching eBPF programs", "err", err)
+				}
 			}
-		}
-		if env.GPU != nil {
-			_ = env.GPU.Close()
-		}
+			if env.GPU != nil {
+				_ = env.GPU.Close()
+			}
+			if eo.Discoverer != nil {
+				eo.Discoverer.Close() // its background squeue
+			}
+		})
 	}
 	return exp, release, nil
 }

@@ -44,11 +44,11 @@ func newBadRun(t *testing.T, root string, fault func(string) error) *badRun {
 	disc := discovery.New(discovery.Config{
 		Layout: discovery.Layout{V2: filepath.Join(root, "cgroup")}, ProcFS: filepath.Join(root, "proc"),
 		PropsDir: filepath.Join(root, "props"), LookupUser: collectortest.LookupUser,
-		StartTime: func(string) int64 { return 1 }, ProcOwner: collectortest.FixtureOwner,
+		ProcOwner: collectortest.FixtureOwner,
 	})
 	problems := collector.NewProblems(log)
 	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys"), Fault: fault})
-	return &badRun{collector.NewExporter(map[string]collector.Collector{"cgroup": c}, collector.Options{Jobs: disc.Discover, Problems: problems, Logger: log}), problems, logs}
+	return &badRun{collector.NewExporter(map[string]collector.Collector{"cgroup": c}, collector.Options{Discoverer: disc, Problems: problems, Logger: log}), problems, logs}
 }
 
 // scrape gathers through a pedantic registry (duplicate or inconsistent
@@ -189,7 +189,7 @@ func TestThousandsOfJobs(t *testing.T) {
 		}
 	}
 	disc := discovery.New(discovery.Config{Layout: discovery.Layout{V2: root}, ProcFS: t.TempDir()})
-	exp := collector.NewExporter(map[string]collector.Collector{"cgroup": NewCgroupCollector(CgroupOptions{})}, collector.Options{Jobs: disc.Discover, Problems: collector.NewProblems(nil)})
+	exp := collector.NewExporter(map[string]collector.Collector{"cgroup": NewCgroupCollector(CgroupOptions{})}, collector.Options{Discoverer: disc, Problems: collector.NewProblems(nil)})
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(exp.Bind(context.Background()))
 	if got := promtest.CollectAndCount(reg, "slurm_job_memory_usage_bytes"); got != n {
@@ -207,10 +207,10 @@ func newBadRunV1(t *testing.T, root string, fault func(string) error) *badRun {
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	disc := discovery.New(discovery.Config{Layout: layout, ProcFS: filepath.Join(root, "proc"),
-		LookupUser: collectortest.LookupUser, StartTime: func(string) int64 { return 1 }})
+		LookupUser: collectortest.LookupUser})
 	problems := collector.NewProblems(log)
 	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys"), Fault: fault})
-	return &badRun{collector.NewExporter(map[string]collector.Collector{"cgroup": c}, collector.Options{Jobs: disc.Discover, Problems: problems, Logger: log}), problems, logs}
+	return &badRun{collector.NewExporter(map[string]collector.Collector{"cgroup": c}, collector.Options{Discoverer: disc, Problems: problems, Logger: log}), problems, logs}
 }
 
 // A repeated memory.stat key (v1 maps total_rss to type="anon") gives one

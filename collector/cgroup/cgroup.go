@@ -100,7 +100,7 @@ func (c *cgroupCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metr
 func infoMetric(d *cgroupDescs, j *discovery.Job) prometheus.Metric {
 	m := j.Meta
 	return d.info.Gauge(1,
-		j.ID, m.User, m.Account, m.Partition, m.QOS, m.Name, m.Cluster, m.ArrayJobID, m.ArrayTaskID, m.Key,
+		j.ID, m.User, m.Account, m.Partition, m.QOS, m.Name, m.Cluster, m.ArrayJobID, m.ArrayTaskID, m.SLUID, m.Key,
 		cgroupVersion(j), m.Source)
 }
 

@@ -23,16 +23,16 @@ func fixtureExporter(t testing.TB, node string) (*collector.Exporter, *collector
 	}
 	disc := discovery.New(discovery.Config{
 		Layout: layout, ProcFS: filepath.Join(root, "proc"), PropsDir: filepath.Join(root, "props"),
-		LookupUser: collectortest.LookupUser, StartTime: func(string) int64 { return 1795000000 }, ProcOwner: collectortest.FixtureOwner,
+		LookupUser: collectortest.LookupUser, ProcOwner: collectortest.FixtureOwner,
 	})
 	problems := collector.NewProblems(nil)
 	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys")})
-	exp := collector.NewExporter(map[string]collector.Collector{"cgroup": c}, collector.Options{Jobs: disc.Discover, Problems: problems, Info: collector.BuildInfo{Version: "test", Revision: "test", GoVersion: "go"}})
+	exp := collector.NewExporter(map[string]collector.Collector{"cgroup": c}, collector.Options{Discoverer: disc, Problems: problems, Info: collector.BuildInfo{Version: "test", Revision: "test", GoVersion: "go"}})
 	return exp, problems
 }
 
 func TestNodeGolden(t *testing.T) {
-	for _, node := range []string{"node-v1", "node-v2"} {
+	for _, node := range []string{"node-v1", "node-v2", "node-v2-sluid"} {
 		t.Run(node, func(t *testing.T) {
 			exp, _ := fixtureExporter(t, node)
 			g := collectortest.Gatherer(exp)

@@ -40,10 +40,10 @@ type slurmJobs struct {
 func newSlurmJobs(c *slurmcli.Cache) *slurmJobs {
 	return &slurmJobs{
 		source: newSource(c),
-		byPart: newSlurmJobGroupDescs("slurm_jobs", "partition and state", []string{"partition", "state"}),
-		byUser: newSlurmJobGroupDescs("slurm_user_jobs", "user and state", []string{"user", "state"}),
-		byAcct: newSlurmJobGroupDescs("slurm_account_jobs", "account and state", []string{"account", "state"}),
-		pending: collector.NewDesc("slurm_jobs_pending",
+		byPart: newSlurmJobGroupDescs("slurm_queue_jobs", "partition and state", []string{"partition", "state"}),
+		byUser: newSlurmJobGroupDescs("slurm_queue_user_jobs", "user and state", []string{"user", "state"}),
+		byAcct: newSlurmJobGroupDescs("slurm_queue_account_jobs", "account and state", []string{"account", "state"}),
+		pending: collector.NewDesc("slurm_queue_jobs_pending",
 			"Pending jobs by partition and the reason Slurm gives (Priority, Resources, BeginTime, JobHeldUser, ...); a pending job array counts each task. From squeue, cached per --slurm.poll-interval.", "partition", "reason"),
 	}
 }

@@ -59,11 +59,9 @@ func slurmFlags(fs *pflag.FlagSet) {
 		"Controller mode: path of single Slurm commands, e.g. squeue=/opt/slurm/bin/squeue.")
 }
 
-// SlurmRunnerFromFlags builds a command runner from the --slurm.* flags
-// (bin dir, command paths, timeout). The flags exist whenever a cluster
-// collector's factory is registered, whatever the mode; job discovery uses
-// such a runner for its scontrol fallback (slurmcli.ScontrolJobFields).
-func SlurmRunnerFromFlags(fs *pflag.FlagSet, log *slog.Logger) (*slurmcli.Runner, error) {
+// slurmRunnerFromFlags builds the cluster collectors' command runner from
+// the --slurm.* flags (bin dir, command paths, timeout).
+func slurmRunnerFromFlags(fs *pflag.FlagSet, log *slog.Logger) (*slurmcli.Runner, error) {
 	if fs.Lookup("slurm.command-timeout") == nil {
 		return nil, fmt.Errorf("--slurm.* flags are not registered")
 	}
@@ -110,7 +108,7 @@ func newCache(fs *pflag.FlagSet, log *slog.Logger) (*slurmcli.Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--slurm.format: %w", err)
 	}
-	runner, err := SlurmRunnerFromFlags(fs, log)
+	runner, err := slurmRunnerFromFlags(fs, log)
 	if err != nil {
 		return nil, err
 	}
@@ -205,5 +203,6 @@ func (c cacheRef) Close() error {
 }
 
 // slurmLabel keeps label values valid UTF-8 (const metrics panic on
-// anything else), whatever bytes Slurm printed.
-func slurmLabel(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
+// anything else), whatever bytes Slurm printed, and makes Slurm's "(null)"
+// (an unset field) an empty label, as node mode does.
+func slurmLabel(s string) string { return strings.ToValidUTF8(slurmcli.Clean(s), "\uFFFD") }

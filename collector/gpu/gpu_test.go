@@ -31,7 +31,7 @@ func gpuFixture(t testing.TB, node string, open func(gpu.Config) (gpu.Backend, e
 	disc := discovery.New(discovery.Config{
 		Layout: layout, ProcFS: filepath.Join(root, "proc"), PropsDir: filepath.Join(root, "props"),
 		LookupUser: collectortest.LookupUser,
-		StartTime:  func(string) int64 { return 1795000000 }, ProcOwner: collectortest.FixtureOwner,
+		ProcOwner:  collectortest.FixtureOwner,
 	})
 	env := &collector.Env{ProcFS: filepath.Join(root, "proc")}
 	c, err := build(env, Options{Backend: "auto", MappingDir: filepath.Join(root, "mapping"), Open: open})
@@ -39,7 +39,7 @@ func gpuFixture(t testing.TB, node string, open func(gpu.Config) (gpu.Backend, e
 		t.Fatal(err)
 	}
 	problems := collector.NewProblems(nil)
-	exp := collector.NewExporter(map[string]collector.Collector{"gpu": c}, collector.Options{Jobs: disc.Discover, GPU: env.GPU, Problems: problems, Info: collector.BuildInfo{Version: "test", Revision: "test", GoVersion: "go"}})
+	exp := collector.NewExporter(map[string]collector.Collector{"gpu": c}, collector.Options{Discoverer: disc, GPU: env.GPU, Problems: problems, Info: collector.BuildInfo{Version: "test", Revision: "test", GoVersion: "go"}})
 	return exp, problems
 }
 
@@ -123,7 +123,7 @@ func TestGPUDemoFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exp := collector.NewExporter(map[string]collector.Collector{"gpu": c}, collector.Options{Jobs: disc.Discover, GPU: env.GPU, Problems: collector.NewProblems(nil)})
+	exp := collector.NewExporter(map[string]collector.Collector{"gpu": c}, collector.Options{Discoverer: disc, GPU: env.GPU, Problems: collector.NewProblems(nil)})
 	g := collectortest.Gatherer(exp)
 	out := string(testutil.Exposition(t, g))
 	for _, want := range []string{
