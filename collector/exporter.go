@@ -80,7 +80,6 @@ func (e *Exporter) Collector(name string) Collector { return e.collectors[name] 
 // Names lists the enabled collectors.
 func (e *Exporter) Names() []string { return e.names }
 
-
 // Bind returns a prometheus.Collector that scrapes under ctx (the request's
 // context with the scrape deadline).
 func (e *Exporter) Bind(ctx context.Context) prometheus.Collector { return &bound{e: e, ctx: ctx} }
