@@ -26,7 +26,7 @@ type State[T any] struct {
 	newValue func() *T
 
 	mu   sync.Mutex
-	jobs map[JobKey]*Entry[T]
+	jobs map[discovery.Key]*Entry[T]
 }
 
 // Entry is one job's value in a State.
@@ -38,23 +38,16 @@ type Entry[T any] struct {
 
 // NewState builds an empty store; newValue makes a job's first value.
 func NewState[T any](newValue func() *T) *State[T] {
-	return &State[T]{newValue: newValue, jobs: map[JobKey]*Entry[T]{}}
+	return &State[T]{newValue: newValue, jobs: map[discovery.Key]*Entry[T]{}}
 }
 
-// JobKey keys per-job state: the job id and the job key discovery gives
-// (cluster, id, start time), so a reused job id starts afresh. Discovery
-// must keep both fixed for a job's life: a new key is a new job, whose
-// counters start from nothing.
-type JobKey struct{ ID, Key string }
-
-// KeyOf is j's key.
-func KeyOf(j *discovery.Job) JobKey { return JobKey{j.ID, j.Meta.Key} }
-
-// Job returns j's entry, creating it, and marks it used by s.
-func (st *State[T]) Job(s *Scrape, j *discovery.Job) *Entry[T] { return st.Key(s, KeyOf(j)) }
+// Job returns j's entry, creating it, and marks it used by s. Entries are
+// keyed by Job.Key: a reused job id starts afresh, and metadata that
+// arrives later (the job key among it) keeps the job's counters.
+func (st *State[T]) Job(s *Scrape, j *discovery.Job) *Entry[T] { return st.Key(s, j.Key()) }
 
 // Key is Job by key.
-func (st *State[T]) Key(s *Scrape, key JobKey) *Entry[T] {
+func (st *State[T]) Key(s *Scrape, key discovery.Key) *Entry[T] {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	e := st.jobs[key]

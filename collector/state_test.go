@@ -98,3 +98,25 @@ func TestStateGrace(t *testing.T) {
 		t.Error("an ended job's value stays")
 	}
 }
+
+// Metadata that arrives after a job was first seen (the background squeue
+// fills Meta.Key in) keeps the job's value: a job is keyed by id and
+// cgroup directory, not by its metadata.
+func TestStateKeyIgnoresLateMetadata(t *testing.T) {
+	st := NewState(func() *int { return new(int) })
+	dir := "/sys/fs/cgroup/system.slice/slurmstepd.scope/job_7"
+	j := &discovery.Job{ID: "7", Version: 2, Dir: dir}
+	st.Job(NewScrape(context.Background(), "test", ScrapeOptions{Serial: 1}), j).Do(func(v *int) { *v = 42 })
+	later := &discovery.Job{ID: "7", Version: 2, Dir: dir, Meta: discovery.Meta{Key: "cluster/7/1795000000", Account: "physics", Source: "squeue"}}
+	st.Job(NewScrape(context.Background(), "test", ScrapeOptions{Serial: 2}), later).Do(func(v *int) {
+		if *v != 42 {
+			t.Errorf("value %d after the job's metadata arrived, want 42", *v)
+		}
+	})
+	other := &discovery.Job{ID: "7", Version: 2, Dir: dir + "b"}
+	st.Job(NewScrape(context.Background(), "test", ScrapeOptions{Serial: 3}), other).Do(func(v *int) {
+		if *v != 0 {
+			t.Error("another directory under the same id shares the old job's value")
+		}
+	})
+}
