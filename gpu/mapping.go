@@ -204,11 +204,11 @@ func fromDevicesList(st *mapState, j Job) {
 		if f[0] == "a" {
 			return // unconstrained (ConstrainDevices=no): says nothing
 		}
-		maj, min, ok := strings.Cut(f[1], ":")
+		maj, minor, ok := strings.Cut(f[1], ":")
 		if f[0] != "c" || !ok || maj != strconv.Itoa(nvidiaMajor) {
 			continue
 		}
-		n, err := strconv.Atoi(min)
+		n, err := strconv.Atoi(minor)
 		if err != nil || n < 0 || n > nvidiaMaxMinor {
 			continue // wildcard, nvidiactl or nvidia-modeset
 		}
