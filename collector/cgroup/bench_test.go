@@ -13,6 +13,7 @@ import (
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/discovery"
 	"github.com/jobscope/jobscope/internal/fixturegen"
+	"github.com/jobscope/jobscope/internal/testutil"
 )
 
 // BenchmarkScrape measures one whole node scrape (discovery, the cgroup
@@ -25,6 +26,7 @@ func BenchmarkScrape(b *testing.B) {
 				LookupUser: func(int) (string, error) { return "u", nil }})
 			exp := collector.NewExporter(map[string]collector.Collector{"cgroup": NewCgroupCollector(CgroupOptions{SysFS: b.TempDir()})}, collector.Options{Discoverer: disc, Problems: collector.NewProblems(nil)})
 			b.ResetTimer()
+			cpu0 := testutil.CPUTime()
 			for b.Loop() {
 				reg := prometheus.NewRegistry()
 				reg.MustRegister(exp.Bind(context.Background()))
@@ -37,6 +39,7 @@ func BenchmarkScrape(b *testing.B) {
 					_ = enc.Encode(mf)
 				}
 			}
+			b.ReportMetric(float64(testutil.CPUTime()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

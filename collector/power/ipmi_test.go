@@ -3,7 +3,6 @@ package power
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"errors"
 	"io/fs"
 	"log/slog"
@@ -56,22 +55,7 @@ func fakeBMCOpen(resp []byte, openErr error) func(string) (power.IPMIDevice, err
 }
 
 func inbandHex(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "power", "ipmi", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s strings.Builder
-	for _, l := range strings.Split(string(b), "\n") {
-		if !strings.HasPrefix(l, "#") {
-			s.WriteString(strings.ReplaceAll(l, " ", ""))
-		}
-	}
-	out, err := hex.DecodeString(s.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return testutil.HexFile(t, filepath.Join("..", "..", "testdata", "power", "ipmi", name))
 }
 
 // TestPowerIPMIInBandGolden: a BMC answering in-band with the figures of

@@ -31,27 +31,30 @@ func Factory() collector.Factory {
 		DefaultIn: []collector.Mode{collector.ModeNode},
 		NeedsJobs: true,
 		Descs:     func() []*collector.Desc { return collector.DescsOf(newPowerDescs()) },
-		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
-			o := &PowerOptions{}
-			fs.BoolVar(&o.RAPL, "power.rapl", true, "Read RAPL energy counters from powercap sysfs.")
-			fs.DurationVar(&o.RAPLInterval, "power.rapl-interval", time.Minute, "Also read RAPL counters in the background this often, so a long scrape gap cannot hide a second wrap of energy_uj (0: only at scrapes).")
-			fs.StringVar(&o.IPMIMode, "power.ipmi", IPMIAuto, "How to read the BMC's DCMI power: auto (in-band through the IPMI device when it opens, else --power.ipmi-command if set), inband, command or off.")
-			fs.StringVar(&o.IPMIDevice, "power.ipmi-device", "", "IPMI device for in-band reads (default: the first of "+strings.Join(power.DefaultIPMIDevices, ", ")+" that opens).")
-			fs.StringVar(&o.IPMICommand, "power.ipmi-command", "", "Command printing the output of freeipmi's ipmi-dcmi --get-system-power-statistics, split on spaces and run without a shell (e.g. \"/usr/sbin/ipmi-dcmi --get-system-power-statistics\"); the fallback of --power.ipmi=auto when no IPMI device opens.")
-			fs.DurationVar(&o.IPMIInterval, "power.ipmi-interval", 30*time.Second, "Ask the BMC at most once per interval (BMCs are slow); scrapes in between get the cached reading.")
-			fs.DurationVar(&o.IPMITimeout, "power.ipmi-timeout", 10*time.Second, "Give up on one BMC reading after this long (the command is killed with its whole process group).")
-			fs.BoolVar(&o.PerJob, "power.per-job", true, "Export per-job energy counters (slurm_job_energy_joules_total).")
-			fs.StringVar(&o.IdlePolicy, "power.idle-policy", string(power.PolicyCapacity), "Who pays for idle power: capacity (a job pays its share of the node's CPUs/memory; idle stays unattributed) or jobs (all measured energy is split among running jobs).")
-			fs.Float64Var(&o.Factor, "power.emissions.factor", 0, "Static grid emission factor in gCO2e/kWh (0: none).")
-			fs.StringVar(&o.Country, "power.emissions.country", "", "ISO 3166 country code for the embedded yearly factor (Our World in Data, 2023); empty: none.")
-			fs.StringVar(&o.Provider, "power.emissions.provider", "", "Live factor provider: electricitymaps (token in $"+power.ElectricityMapsTokenEnv+") or rte (France, eCO2mix); empty: none.")
-			fs.StringVar(&o.Zone, "power.emissions.zone", "", "Electricity Maps zone (default: --power.emissions.country).")
-			fs.StringVar(&o.ProviderURL, "power.emissions.url", "", "Base URL of the live provider (default: its public API; set it for a proxy).")
-			fs.DurationVar(&o.Refresh, "power.emissions.refresh", 15*time.Minute, "Ask the live provider at most once per interval.")
-			fs.DurationVar(&o.Timeout, "power.emissions.timeout", 10*time.Second, "Timeout of one live provider request.")
-			return func(env *collector.Env) (collector.Collector, error) { return NewPowerCollector(env, *o) }
-		},
+		Flags:     registerFlags,
 	}
+}
+
+// registerFlags adds the --power.* flags and returns the constructor.
+func registerFlags(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
+	o := &PowerOptions{}
+	fs.BoolVar(&o.RAPL, "power.rapl", true, "Read RAPL energy counters from powercap sysfs.")
+	fs.DurationVar(&o.RAPLInterval, "power.rapl-interval", time.Minute, "Also read RAPL counters in the background this often, so a long scrape gap cannot hide a second wrap of energy_uj (0: only at scrapes).")
+	fs.StringVar(&o.IPMIMode, "power.ipmi", IPMIAuto, "How to read the BMC's DCMI power: auto (in-band through the IPMI device when it opens, else --power.ipmi-command if set), inband, command or off.")
+	fs.StringVar(&o.IPMIDevice, "power.ipmi-device", "", "IPMI device for in-band reads (default: the first of "+strings.Join(power.DefaultIPMIDevices, ", ")+" that opens).")
+	fs.StringVar(&o.IPMICommand, "power.ipmi-command", "", "Command printing the output of freeipmi's ipmi-dcmi --get-system-power-statistics, split on spaces and run without a shell (e.g. \"/usr/sbin/ipmi-dcmi --get-system-power-statistics\"); the fallback of --power.ipmi=auto when no IPMI device opens.")
+	fs.DurationVar(&o.IPMIInterval, "power.ipmi-interval", 30*time.Second, "Ask the BMC at most once per interval (BMCs are slow); scrapes in between get the cached reading.")
+	fs.DurationVar(&o.IPMITimeout, "power.ipmi-timeout", 10*time.Second, "Give up on one BMC reading after this long (the command is killed with its whole process group).")
+	fs.BoolVar(&o.PerJob, "power.per-job", true, "Export per-job energy counters (slurm_job_energy_joules_total).")
+	fs.StringVar(&o.IdlePolicy, "power.idle-policy", string(power.PolicyCapacity), "Who pays for idle power: capacity (a job pays its share of the node's CPUs/memory; idle stays unattributed) or jobs (all measured energy is split among running jobs).")
+	fs.Float64Var(&o.Factor, "power.emissions.factor", 0, "Static grid emission factor in gCO2e/kWh (0: none).")
+	fs.StringVar(&o.Country, "power.emissions.country", "", "ISO 3166 country code for the embedded yearly factor (Our World in Data, 2023); empty: none.")
+	fs.StringVar(&o.Provider, "power.emissions.provider", "", "Live factor provider: electricitymaps (token in $"+power.ElectricityMapsTokenEnv+") or rte (France, eCO2mix); empty: none.")
+	fs.StringVar(&o.Zone, "power.emissions.zone", "", "Electricity Maps zone (default: --power.emissions.country).")
+	fs.StringVar(&o.ProviderURL, "power.emissions.url", "", "Base URL of the live provider (default: its public API; set it for a proxy).")
+	fs.DurationVar(&o.Refresh, "power.emissions.refresh", 15*time.Minute, "Ask the live provider at most once per interval.")
+	fs.DurationVar(&o.Timeout, "power.emissions.timeout", 10*time.Second, "Timeout of one live provider request.")
+	return func(env *collector.Env) (collector.Collector, error) { return NewPowerCollector(env, *o) }
 }
 
 // PowerOptions configure the power collector.

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/collectortest"
 	"github.com/jobscope/jobscope/collector/discovery"
+	"github.com/jobscope/jobscope/internal/testutil"
 )
 
 // writeProcBenchTree generates a node with n jobs of 6 processes each
@@ -101,7 +101,7 @@ func benchProcOptions(b *testing.B, procRoot string, list []*discovery.Job, moun
 			jobsFn := func() []*discovery.Job { return list }
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu0 := procSelfCPU()
+			cpu0 := testutil.CPUTime()
 			for i := 0; i < b.N; i++ {
 				if err := c.Collect(collectortest.Scrape(context.Background(), "process", jobsFn(), collector.NewProblems(nil)), ch); err != nil {
 					b.Fatal(err)
@@ -112,7 +112,7 @@ func benchProcOptions(b *testing.B, procRoot string, list []*discovery.Job, moun
 			}
 			// CPU time (user+system) is what the node pays; on a busy
 			// machine it is also steadier than wall time.
-			b.ReportMetric(float64(procSelfCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(testutil.CPUTime()-cpu0)/float64(b.N), "cpu-ns/op")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(list)), "ns/job")
 		})
 	}
@@ -199,9 +199,3 @@ int main(int argc, char **argv) {
 	for (;;) pause();
 }
 `
-
-func procSelfCPU() int64 {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}

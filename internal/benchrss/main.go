@@ -27,7 +27,7 @@ func main() {
 	scrapes := flag.Int("scrapes", 30, "scrapes per tree")
 	extra := flag.String("flags", "", "extra jobscope flags, space-separated (e.g. --collector.process=false)")
 	flag.Parse()
-	fmt.Printf("%-6s %12s %12s %12s %10s %10s %10s\n", "jobs", "median_ms", "p90_ms", "bytes", "rss_MiB", "hwm_MiB", "anon_MiB")
+	fmt.Printf("%-6s %12s %12s %12s %10s %10s %10s %10s\n", "jobs", "median_ms", "p90_ms", "bytes", "rss_MiB", "hwm_MiB", "anon_MiB", "cpu_ms")
 	for _, s := range strings.Split(*jobs, ",") {
 		n, err := strconv.Atoi(s)
 		if err != nil {
@@ -75,6 +75,7 @@ func measure(bin string, n, scrapes int, extra []string) error {
 		return err
 	}
 	var ds []time.Duration
+	cpu0 := cpuTime(cmd.Process.Pid)
 	for range scrapes {
 		start := time.Now()
 		if size, err = scrape(url); err != nil {
@@ -82,10 +83,29 @@ func measure(bin string, n, scrapes int, extra []string) error {
 		}
 		ds = append(ds, time.Since(start))
 	}
+	cpu := (cpuTime(cmd.Process.Pid) - cpu0) / time.Duration(scrapes)
 	sort.Slice(ds, func(a, b int) bool { return ds[a] < ds[b] })
 	rss, hwm, anon := memory(cmd.Process.Pid)
-	fmt.Printf("%-6d %12.2f %12.2f %12d %10.1f %10.1f %10.1f\n", n, ms(ds[len(ds)/2]), ms(ds[len(ds)*9/10]), size, rss, hwm, anon)
+	fmt.Printf("%-6d %12.2f %12.2f %12d %10.1f %10.1f %10.1f %10.2f\n", n, ms(ds[len(ds)/2]), ms(ds[len(ds)*9/10]), size, rss, hwm, anon, ms(cpu))
 	return nil
+}
+
+// cpuTime is the user+system CPU time the process used so far: per scrape,
+// it is the exporter's own cost, which other load on a shared machine
+// disturbs far less than the wall-clock time.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
 }
 
 func scrape(url string) (int, error) {
