@@ -53,8 +53,8 @@ test: test-deps
 PKG_ARCHES ?= amd64 arm64
 PKG_DEPS   := binutils gzip $(if $(filter arm64,$(PKG_ARCHES)),gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 # The package test: rpm (Debian's), debootstrap, qemu-user (runs the arm64
-# binaries), bpftool (pins a map for the purge to remove).
-PKG_TEST_DEPS := rpm debootstrap qemu-user bpftool
+# binaries), bpftool (pins a map for the purge to remove), curl.
+PKG_TEST_DEPS := rpm debootstrap qemu-user bpftool curl
 
 package: package-deps
 	VERSION='$(VERSION)' REVISION='$(REVISION)' GO='$(GO)' bash contrib/packaging/build.sh $(PKG_ARCHES)

@@ -6,7 +6,7 @@
 # debootstrap, qemu-user (runs the arm64 binaries).
 set -euo pipefail
 pkgs=(prometheus clang llvm bpftool libbpf-dev linux-perf groff-base
-	binutils gcc-aarch64-linux-gnu libc6-dev-arm64-cross rpm debootstrap qemu-user)
+	binutils gcc-aarch64-linux-gnu libc6-dev-arm64-cross rpm debootstrap qemu-user curl)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -44,6 +44,9 @@ for arch in "${ARCHES[@]}"; do
 			check_eq "$id deb: Depends covers the binary's glibc" "libc6 (>= $glibc)" "$(dpkg-deb -f "$deb" Depends)"
 			check "$id rpm: Requires covers the binary's glibc" grep -qx "libc.so.6(GLIBC_$glibc)(64bit)" <(rpm -qp --requires "$rpm")
 		fi
+		if [ "$arch" = "$(dpkg --print-architecture)" ]; then
+			check_eq "$id: jobscope_build_info carries the same version" "$VERSION" "$(build_info_version "$bin")"
+		fi
 		# The man page is the one this binary writes from its flags.
 		check_same "$id: man page is jobscope --help-man" <(run_bin "$arch" "$bin" --help-man 2>&1) \
 			<(zcat "$x/deb/usr/share/man/man1/jobscope.1.gz")

@@ -170,6 +170,23 @@ run_bin() { # arch binary args...
 	fi
 }
 
+# build_info_version serves the demo node with a packaged binary and prints
+# the version label of its jobscope_build_info.
+build_info_version() { # binary
+	local port=$((20000 + RANDOM % 10000)) pid v= i
+	"$1" --web.listen-address=127.0.0.1:$port --path.cgroupfs=testdata/demo/cgroup --path.procfs=testdata/demo/proc \
+		--path.sysfs=testdata/demo/sys --slurm.scontrol-fallback=false --collector.ebpf=false \
+		--collector.gpu=false --collector.power=false --log.level=error 2>/dev/null &
+	pid=$!
+	for i in $(seq 50); do
+		v=$(curl -sf "http://127.0.0.1:$port/metrics" | sed -n 's/^jobscope_build_info{.*version="\([^"]*\)".*/\1/p') && [ -n "$v" ] && break
+		sleep 0.1
+	done
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	echo "$v"
+}
+
 # scriptlets splits `rpm -qp --scripts` into DIR/<scriptlet name>, without
 # the blank line rpm prints after each.
 scriptlets() { # rpm dir
