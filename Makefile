@@ -53,8 +53,9 @@ test: test-deps
 PKG_ARCHES ?= amd64 arm64
 PKG_DEPS   := binutils gzip $(if $(filter arm64,$(PKG_ARCHES)),gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 # The package test: rpm (Debian's), debootstrap, qemu-user (runs the arm64
-# binaries), bpftool (pins a map for the purge to remove), curl.
-PKG_TEST_DEPS := rpm debootstrap qemu-user bpftool curl
+# binaries), bpftool (pins a map for the purge to remove), curl, systemd-container
+# (boots the chroot with systemd running).
+PKG_TEST_DEPS := rpm debootstrap qemu-user bpftool curl systemd-container
 
 package: package-deps
 	VERSION='$(VERSION)' REVISION='$(REVISION)' GO='$(GO)' bash contrib/packaging/build.sh $(PKG_ARCHES)

@@ -147,3 +147,4 @@ rm -f "$FS/etc/sysconfig/jobscope.rpmsave"
 rmdir "$FS/etc/sysconfig" 2>/dev/null
 check_same "rpm: the erase leaves the file system as before the install" "$WORK/before" <(snapshot)
 check_eq "rpm: no file mentions jobscope any more" "" "$(leftovers)"
+source "$ROOT/test/package/nspawn.sh"

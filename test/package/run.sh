@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # jobscope package test: every .deb and .rpm that `make package` built is
 # checked file by file, and the amd64 packages are installed, upgraded and
-# purged on a clean Debian 12 (a debootstrap minbase chroot, systemd
-# installed but not running), the .deb with apt and the .rpm with Debian's
-# rpm. Prints one line per assertion and exits non-zero on any FAIL.
+# purged on a clean Debian 12 (a debootstrap minbase tree): in a chroot with
+# systemd installed but not running, the .deb with apt and the .rpm with
+# Debian's rpm; then the .deb again with the tree booted in systemd-nspawn,
+# where systemd runs. Prints one line per assertion and exits non-zero on
+# any FAIL; the trees stay in the work directory after a failure.
 #
 # Root runs everything inside a private mount namespace (unshare), so the
 # chroot's /proc and bpffs mounts vanish with the test whatever happens; it
@@ -205,4 +207,5 @@ else
 fi
 
 log "$PASSES passed, $FAILS failed"
-[ "$FAILS" = 0 ]
+[ "$FAILS" = 0 ] || exit 1
+rm -rf --one-file-system "$WORK/root" "$WORK/nspawn" "$WORK/build" "$WORK/next"
