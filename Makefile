@@ -13,8 +13,12 @@ REVISION  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.revision=$(REVISION)
 DEMO_ADDR ?= 127.0.0.1:10817
 BIN       := bin/jobscope
+# go-nvml v0.13.4 wraps NVML functions that CUDA 13 deprecates: the warnings
+# say nothing about jobscope, so they are kept out of every build's output.
+CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
+export CGO_CFLAGS
 
-.PHONY: all build build-static demo test test-deps e2e bench bench-bpf generate docs fmt vet clean \
+.PHONY: all build build-static demo test test-deps e2e bench bench-bpf generate docs fmt vet clean gpu-bundle \
 	package package-deps package-test package-test-deps
 
 all: build
@@ -32,7 +36,7 @@ demo: build
 
 DEMO_FLAGS = --web.listen-address=$(DEMO_ADDR) \
 	--path.cgroupfs=testdata/demo/cgroup --path.procfs=testdata/demo/proc --path.sysfs=testdata/demo/sys \
-	--slurm.job-props-dir=testdata/demo/props --slurm.scontrol-fallback=false --collector.ebpf=false \
+	--slurm.job-props-dir=testdata/demo/props --slurm.node-metadata.squeue=false --collector.ebpf=false \
 	--power.ipmi=command --power.ipmi-command="cat testdata/power/ipmi/good.txt" --power.emissions.country=FR \
 	--gpu.backend=fake --gpu.fake-file=testdata/gpu/demo.json --gpu.job-mapping-dir=testdata/gpu/demo-mapping
 
@@ -88,6 +92,14 @@ bench: build
 bench-bpf:
 	JOBSCOPE_BENCH_BPF=1 $(GO) test ./bpf/ -run '^TestBenchBPF$$' -count=1 -v
 
+# The real-GPU harness (docs/gpu.md, "Verified on real hardware"): what a
+# GPU machine needs to run `bash .gpurun/run.sh` as root. CI has no GPU.
+gpu-bundle: build
+	mkdir -p .gpurun
+	CGO_ENABLED=0 $(GO) build -o .gpurun/gpucheck ./test/gpu/gpucheck
+	$(GO) build -o .gpurun/nvmldump ./test/gpu/nvmldump
+	cp $(BIN) test/gpu/gpuload.cu test/gpu/run.sh .gpurun/
+
 generate:
 	$(GO) generate ./...
 
@@ -101,4 +113,4 @@ vet:
 	$(GO) vet ./...
 
 clean:
-	rm -rf bin bench.out build dist
+	rm -rf bin bench.out .gpurun build dist

@@ -16,7 +16,7 @@ func writeMan(w io.Writer, fs *pflag.FlagSet) error {
 	fmt.Fprintf(b, ".TH JOBSCOPE 1 \"\" \"jobscope %s\" \"User Commands\"\n", roff(version))
 	b.WriteString(manHead)
 	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Hidden {
+		if f.Hidden || f.Deprecated != "" { // as --help does
 			return
 		}
 		name, usage := pflag.UnquoteUsage(f)

@@ -12,7 +12,7 @@ import (
 )
 
 // The man page lists every flag --help lists, each once, and nothing
-// hidden; groff reads it without a warning.
+// hidden or deprecated; groff reads it without a warning.
 func TestManPage(t *testing.T) {
 	fs, _, _ := newFlagSet()
 	var out bytes.Buffer
@@ -24,13 +24,14 @@ func TestManPage(t *testing.T) {
 	fs.VisitAll(func(f *pflag.Flag) {
 		entry := ".TP\n\\fB\\-\\-" + roff(f.Name) + "\\fR"
 		n := strings.Count(page, entry)
+		shown := !f.Hidden && f.Deprecated == ""
 		switch {
-		case f.Hidden && n != 0:
-			t.Errorf("hidden flag --%s is in the man page", f.Name)
-		case !f.Hidden && n != 1:
+		case !shown && n != 0:
+			t.Errorf("hidden or deprecated flag --%s is in the man page", f.Name)
+		case shown && n != 1:
 			t.Errorf("flag --%s: %d entries, want 1", f.Name, n)
 		}
-		if !f.Hidden {
+		if shown {
 			visible++
 		}
 	})

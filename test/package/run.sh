@@ -177,7 +177,7 @@ run_bin() { # arch binary args...
 build_info_version() { # binary
 	local port=$((20000 + RANDOM % 10000)) pid v= i
 	"$1" --web.listen-address=127.0.0.1:$port --path.cgroupfs=testdata/demo/cgroup --path.procfs=testdata/demo/proc \
-		--path.sysfs=testdata/demo/sys --slurm.scontrol-fallback=false --collector.ebpf=false \
+		--path.sysfs=testdata/demo/sys --slurm.node-metadata.squeue=false --collector.ebpf=false \
 		--collector.gpu=false --collector.power=false --log.level=error 2>/dev/null &
 	pid=$!
 	for i in $(seq 50); do
