@@ -1,8 +1,6 @@
 package collector
 
 import (
-	"context"
-
 	"github.com/jobscope/jobscope/bpf"
 	"github.com/jobscope/jobscope/collector/discovery"
 	"github.com/jobscope/jobscope/gpu"
@@ -27,7 +25,8 @@ type BPF struct {
 type GPUSource interface {
 	// Name is the backend's name (nvml, dcgm, fake).
 	Name() string
-	Read(ctx context.Context, jobs []*discovery.Job) (*GPUReading, error)
+	// Read reads every device and maps the devices to s's jobs.
+	Read(s *Scrape) (*GPUReading, error)
 	Close() error
 }
 

@@ -109,7 +109,7 @@ func (s *Scrape) UsageFrom(j *discovery.Job, f *cgroupfs.Files) *Usage {
 func (s *Scrape) GPU() (*GPUReading, error) {
 	s.gpuOnce.Do(func() {
 		if s.gpu != nil {
-			s.gpuRead, s.gpuReadErr = s.gpu.Read(s.ctx, s.Jobs())
+			s.gpuRead, s.gpuReadErr = s.gpu.Read(s)
 		}
 	})
 	return s.gpuRead, s.gpuReadErr

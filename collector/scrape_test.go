@@ -19,7 +19,7 @@ type countingGPUs struct{ reads atomic.Int32 }
 
 func (g *countingGPUs) Name() string { return "fake" }
 func (g *countingGPUs) Close() error { return nil }
-func (g *countingGPUs) Read(context.Context, []*discovery.Job) (*GPUReading, error) {
+func (g *countingGPUs) Read(*Scrape) (*GPUReading, error) {
 	g.reads.Add(1)
 	return &GPUReading{Snapshot: &gpu.Snapshot{}}, nil
 }

@@ -37,6 +37,10 @@ type Job struct {
 	DevicesList string
 	// PIDs lists the job's processes (read lazily, once per scrape).
 	PIDs func() []int
+	// Seen keeps what the job's processes' environments said between
+	// scrapes, for a caller that keeps per-job state itself (nil: the
+	// mapper keeps it, and forgets it when the job is not passed).
+	Seen *EnvSeen
 }
 
 // Assignment says which job holds a device and which method said so first.
@@ -87,13 +91,18 @@ type Mapper struct {
 	JobOfCgroupPath func(path string) string
 
 	mu  sync.Mutex
-	env map[string]*envEntry // by job id
+	env map[string]*EnvSeen // by job id, for jobs without Seen
 }
 
-type envEntry struct {
+// EnvSeen is what a job's processes' environments said: each process's
+// environ is read once. Map updates it under the mapper's lock.
+type EnvSeen struct {
 	read map[int]bool // pids whose environ was read
 	refs envRefs      // what their environments said
 }
+
+// NewEnvSeen returns an empty EnvSeen.
+func NewEnvSeen() *EnvSeen { return &EnvSeen{read: map[int]bool{}} }
 
 // ref is one way a job names a GPU.
 type ref struct {
@@ -222,15 +231,17 @@ func (m *Mapper) fromEnviron(st *mapState, jobs []Job) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.env == nil {
-		m.env = map[string]*envEntry{}
+		m.env = map[string]*EnvSeen{}
 	}
 	keep := make(map[string]bool, len(jobs))
 	for _, j := range jobs {
-		keep[j.ID] = true
-		e := m.env[j.ID]
+		e := j.Seen
 		if e == nil {
-			e = &envEntry{read: map[int]bool{}}
-			m.env[j.ID] = e
+			keep[j.ID] = true
+			if e = m.env[j.ID]; e == nil {
+				e = NewEnvSeen()
+				m.env[j.ID] = e
+			}
 		}
 		found := refsFromVars(j.Env)
 		bad := found.bad

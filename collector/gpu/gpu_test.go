@@ -276,3 +276,37 @@ type gpuOtherCollector func(s *collector.Scrape, ch chan<- prometheus.Metric) er
 func (f gpuOtherCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
 	return f(s, ch)
 }
+
+// What a job's processes' environments said about its GPUs is kept in the
+// job's state between scrapes (each environ is read once) and goes with
+// the job, by the one grace rule of per-job state.
+func TestGPUEnvStateFollowsJobs(t *testing.T) {
+	_, open := fakeDCGM(t)
+	root := filepath.Join("..", "..", "testdata", "gpu", "node-v2")
+	env := &collector.Env{ProcFS: filepath.Join(root, "proc")}
+	if _, err := build(env, Options{Backend: "auto", MappingDir: filepath.Join(root, "mapping"), Open: open}); err != nil {
+		t.Fatal(err)
+	}
+	src := env.GPU.(*source)
+	jobs := []*discovery.Job{{ID: "300", Version: 2, Dir: "/x/job_300"}, {ID: "301", Version: 2, Dir: "/x/job_301"}}
+	read := func(serial uint64, jobs []*discovery.Job) {
+		if _, err := src.Read(collector.NewScrape(context.Background(), "gpu", collector.ScrapeOptions{Serial: serial, Jobs: jobs})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read(1, jobs)
+	read(2, jobs)
+	if n := src.seen.Len(); n != 2 {
+		t.Fatalf("%d jobs' environment state, want 2", n)
+	}
+	for s := uint64(3); s < 2+collector.StateGrace; s++ {
+		read(s, nil)
+	}
+	if n := src.seen.Len(); n != 2 {
+		t.Fatalf("state dropped %d scrapes after the jobs ended, before the grace", collector.StateGrace-1)
+	}
+	read(2+collector.StateGrace, nil)
+	if n := src.seen.Len(); n != 0 {
+		t.Errorf("%d ended jobs' state kept", n)
+	}
+}

@@ -1,7 +1,6 @@
 package gpu
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -54,13 +53,17 @@ func Open(env *collector.Env, o Options) (collector.GPUSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &source{backend: b, mapper: &gpu.Mapper{MappingDir: o.MappingDir, ProcFS: procfs, JobOfCgroupPath: discovery.JobIDFromCgroupPath}}, nil
+	return &source{backend: b, mapper: &gpu.Mapper{MappingDir: o.MappingDir, ProcFS: procfs, JobOfCgroupPath: discovery.JobIDFromCgroupPath},
+		seen: collector.NewState(gpu.NewEnvSeen)}, nil
 }
 
 // source is the node's GPU backend with the GPU-to-job mapping.
 type source struct {
 	backend gpu.Backend
 	mapper  *gpu.Mapper
+	// seen keeps, per job, the GPU references its processes' environments
+	// gave (each read once), under the one grace rule of per-job state.
+	seen *collector.State[gpu.EnvSeen]
 }
 
 func (g *source) Name() string { return g.backend.Name() }
@@ -68,19 +71,24 @@ func (g *source) Name() string { return g.backend.Name() }
 func (g *source) Close() error { return g.backend.Close() }
 
 // Read takes one snapshot of every device and maps the devices to jobs.
-func (g *source) Read(ctx context.Context, jobs []*discovery.Job) (*collector.GPUReading, error) {
-	snap, err := g.backend.Snapshot(ctx)
+func (g *source) Read(s *collector.Scrape) (*collector.GPUReading, error) {
+	snap, err := g.backend.Snapshot(s.Context())
 	if err != nil {
 		return nil, fmt.Errorf("gpu %s snapshot: %w", g.backend.Name(), err)
 	}
+	jobs := s.Jobs()
 	mjobs := make([]gpu.Job, 0, len(jobs))
 	for _, j := range jobs {
 		mj := gpu.Job{ID: j.ID, Env: j.Meta.Env, PIDs: j.PIDs}
+		// The mapper updates it under its own lock, which orders
+		// overlapping scrapes' readings.
+		g.seen.Job(s, j).Do(func(v *gpu.EnvSeen) { mj.Seen = v })
 		if j.Version == 1 && j.V1["devices"] != "" {
 			mj.DevicesList = filepath.Join(j.V1["devices"], "devices.list")
 		}
 		mjobs = append(mjobs, mj)
 	}
 	assign, problems := g.mapper.Map(snap.Devices, mjobs)
+	g.seen.Sweep(s)
 	return &collector.GPUReading{Snapshot: snap, Assign: assign, Problems: problems}, nil
 }

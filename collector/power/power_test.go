@@ -53,7 +53,7 @@ type fakeGPUs struct{ n atomic.Int32 }
 func (f *fakeGPUs) Name() string { return "fake" }
 func (f *fakeGPUs) Close() error { return nil }
 
-func (f *fakeGPUs) Read(context.Context, []*discovery.Job) (*collector.GPUReading, error) {
+func (f *fakeGPUs) Read(*collector.Scrape) (*collector.GPUReading, error) {
 	k := float64(f.n.Add(1) - 1)
 	return &collector.GPUReading{
 		Snapshot: &gpu.Snapshot{Devices: []gpu.Device{
