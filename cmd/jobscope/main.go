@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/internal/report"
 )
 
 // Set at build time with -ldflags "-X main.version=... -X main.revision=...".
@@ -29,6 +30,11 @@ func main() {
 }
 
 func run(args []string) int {
+	// `jobscope report ...` is the users' side: a job's efficiency report
+	// from Prometheus, in the same binary the nodes already have.
+	if len(args) > 0 && args[0] == "report" {
+		return report.Main(args[1:], os.Stdout, os.Stderr, isTerminal(os.Stdout))
+	}
 	fs := pflag.NewFlagSet("jobscope", pflag.ContinueOnError)
 	opts := registerFlags(fs)
 	set := collector.RegisterFlags(fs, collector.Factories())
