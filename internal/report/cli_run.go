@@ -137,12 +137,14 @@ func parseWhen(s string, ref time.Time, loc *time.Location) (time.Time, error) {
 	return slurmcli.ParseSince(s, ref, loc)
 }
 
+// exitFor: a reused id and malformed input have their own status; an
+// unknown job, a job without samples and Prometheus failures are 1.
 func exitFor(err error) int {
 	switch {
 	case errors.Is(err, ErrAmbiguous):
 		return ExitAmbiguous
-	case errors.Is(err, ErrUnknownJob), errors.Is(err, ErrNoSamples), errors.Is(err, ErrPrometheus):
-		return ExitFailed
+	case errors.Is(err, ErrBadInput):
+		return ExitUsage
 	}
 	return ExitFailed
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -146,8 +147,8 @@ func LoadConfig(path string, mustExist bool) (Config, error) {
 
 // Validate checks what flags or a file may have got wrong.
 func (c Config) Validate() error {
-	if c.Prometheus.URL == "" {
-		return errors.New("prometheus.url is empty")
+	if u, err := url.Parse(c.Prometheus.URL); err != nil || u.Scheme == "" || u.Host == "" {
+		return fmt.Errorf("prometheus url %q: want http(s)://host:port", c.Prometheus.URL)
 	}
 	if err := c.Prometheus.HTTP.Validate(); err != nil {
 		return fmt.Errorf("prometheus.http_config: %w", err)

@@ -87,7 +87,7 @@ func JobReport(ctx context.Context, o Options, id string) (*Report, error) {
 
 func (r *runner) job(ctx context.Context, id string) (*Report, error) {
 	if err := validJobArg(id); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnknownJob, err)
+		return nil, fmt.Errorf("%w: %v", ErrBadInput, err)
 	}
 	raw, err := r.resolveArray(ctx, id)
 	if err != nil {

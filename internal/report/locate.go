@@ -19,6 +19,7 @@ var (
 	ErrUnknownJob = errors.New("unknown job")
 	ErrNoSamples  = errors.New("no samples")
 	ErrAmbiguous  = errors.New("job id used by several jobs")
+	ErrBadInput   = errors.New("bad input")
 )
 
 // subStep is the resolution of the subqueries that find a job's first and

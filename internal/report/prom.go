@@ -8,7 +8,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,13 +28,24 @@ type prom struct {
 }
 
 // ErrPrometheus marks failures to get an answer from Prometheus.
-var ErrPrometheus = errors.New("prometheus")
+var ErrPrometheus = errors.New("no answer from Prometheus")
+
+// promError is a sentence for the user that still matches ErrPrometheus.
+type promError struct {
+	msg string
+	err error
+}
+
+func (e *promError) Error() string        { return e.msg }
+func (e *promError) Unwrap() error        { return e.err }
+func (e *promError) Is(target error) bool { return target == ErrPrometheus }
+
+func promErrorf(err error, format string, a ...any) error {
+	return &promError{msg: fmt.Sprintf(format, a...), err: err}
+}
 
 func newProm(c PromConfig, rt http.RoundTripper) (*prom, error) {
-	u, err := url.Parse(c.URL)
-	if err != nil || u.Scheme == "" || u.Host == "" {
-		return nil, fmt.Errorf("prometheus url %q: want http(s)://host:port", c.URL)
-	}
+	var err error
 	if rt == nil {
 		rt, err = promconfig.NewRoundTripperFromConfig(c.HTTP, "jobscope-report")
 		if err != nil {
@@ -57,15 +67,15 @@ func (p *prom) wrap(err error, what string) error {
 	var ae *v1.Error
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
-		return fmt.Errorf("%w: Prometheus at %s did not answer within %s (%s); raise --prometheus.timeout if it is just slow",
-			ErrPrometheus, p.url, p.timeout, what)
+		return promErrorf(err, "Prometheus at %s did not answer within %s (%s); raise --prometheus.timeout if it is just slow",
+			p.url, p.timeout, what)
+	case errors.As(err, &ae) && ae.Type == v1.ErrClient && (strings.HasSuffix(ae.Msg, " 401") || strings.HasSuffix(ae.Msg, " 403")):
+		return promErrorf(err, "Prometheus at %s refused the credentials (%s): check prometheus.http_config or "+
+			"--prometheus.username/--prometheus.password-file", p.url, ae.Msg)
 	case errors.As(err, &ae) && ae.Type != v1.ErrClient && ae.Type != v1.ErrServer:
-		return fmt.Errorf("%w: Prometheus at %s refused %s: %s %s", ErrPrometheus, p.url, what, ae.Msg, ae.Detail)
-	case strings.Contains(err.Error(), "401") || strings.Contains(err.Error(), "403"):
-		return fmt.Errorf("%w: Prometheus at %s refused the credentials (%v): check prometheus.http_config or --prometheus.username",
-			ErrPrometheus, p.url, err)
+		return promErrorf(err, "Prometheus at %s refused %s: %s %s", p.url, what, ae.Msg, ae.Detail)
 	}
-	return fmt.Errorf("%w: cannot get an answer from Prometheus at %s (%s): %v", ErrPrometheus, p.url, what, err)
+	return promErrorf(err, "cannot get an answer from Prometheus at %s (%s): %v", p.url, what, err)
 }
 
 func (p *prom) ctx(parent context.Context) (context.Context, context.CancelFunc) {
@@ -80,7 +90,7 @@ func (p *prom) vector(ctx context.Context, q string, at time.Time) (model.Vector
 	}
 	vec, ok := v.(model.Vector)
 	if !ok {
-		return nil, fmt.Errorf("%w: query %s: got %s, want a vector", ErrPrometheus, q, v.Type())
+		return nil, promErrorf(nil, "Prometheus at %s: query %s gave a %s, not a vector", p.url, q, v.Type())
 	}
 	return vec, nil
 }
@@ -93,7 +103,7 @@ func (p *prom) matrix(ctx context.Context, q string, at time.Time) (model.Matrix
 	}
 	m, ok := v.(model.Matrix)
 	if !ok {
-		return nil, fmt.Errorf("%w: query %s: got %s, want a matrix", ErrPrometheus, q, v.Type())
+		return nil, promErrorf(nil, "Prometheus at %s: query %s gave a %s, not a matrix", p.url, q, v.Type())
 	}
 	return m, nil
 }
@@ -114,7 +124,7 @@ func (p *prom) rangeQuery(ctx context.Context, q string, r v1.Range) (model.Matr
 	}
 	m, ok := v.(model.Matrix)
 	if !ok {
-		return nil, fmt.Errorf("%w: range query %s: got %s", ErrPrometheus, q, v.Type())
+		return nil, promErrorf(nil, "Prometheus at %s: range query %s gave a %s, not a matrix", p.url, q, v.Type())
 	}
 	return m, nil
 }

@@ -38,6 +38,8 @@ var fixtureRuns = []fixtureRun{
 	{name: "OOM killed", args: []string{"555"}, golden: "job-555.txt"},
 	{name: "unknown job", args: []string{"900"}, exit: ExitFailed, golden: "job-900.stderr", stderr: true},
 	{name: "job without samples", args: []string{"901"}, exit: ExitFailed, golden: "job-901.stderr", stderr: true},
+	{name: "job with slurm_job_info only", args: []string{"902"}, exit: ExitFailed, golden: "job-902.stderr", stderr: true},
+	{name: "malformed job id", args: []string{"12;rm"}, exit: ExitUsage, golden: "job-bad.stderr", stderr: true},
 	{name: "usage of a user, text", args: []string{"--user=alice", "--since=30d"}, golden: "usage-alice.txt"},
 	{name: "usage of a user, JSON", args: []string{"--user=alice", "--since=30d", "--format=json"}, golden: "usage-alice.json"},
 	{name: "usage of a user, CSV", args: []string{"--user=alice", "--since=30d", "--format=csv"}, golden: "usage-alice.csv"},

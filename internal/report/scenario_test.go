@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -48,6 +47,7 @@ type simJob struct {
 	id, user, account, partition, name, cluster, exe string
 	start, end                                       time.Time
 	nodes                                            []simNode
+	infoOnly                                         bool // the cgroup collector was off: slurm_job_info alone
 }
 
 func (j simJob) key() string { return fmt.Sprintf("%s/%s/%d", j.cluster, j.id, j.start.Unix()) }
@@ -96,6 +96,10 @@ func scenarioJobs() []simJob {
 			exe: "/usr/bin/perl", start: at("2026-03-01T09:00:00Z"), end: at("2026-03-01T09:20:00Z"),
 			nodes: []simNode{{name: "n04", coreLoad: cores(2, 0.9), memLimit: 2 * gib, memPeak: 2 * gib, oomAt: 0.9,
 				watts: 120, procs: 1}}},
+		// Only slurm_job_info: a node whose cgroup collector was off.
+		{id: "902", user: "alice", account: "physics", partition: "cpu", name: "blind", cluster: "c1",
+			start: at("2026-03-01T14:00:00Z"), end: at("2026-03-01T14:30:00Z"), infoOnly: true,
+			nodes: []simNode{{name: "n06", coreLoad: cores(1, 1)}}},
 		// Alice's small efficient jobs, for the usage summary.
 		{id: "4300", user: "alice", account: "physics", partition: "cpu", name: "fit", cluster: "c1",
 			exe: "/home/alice/bin/fit", start: at("2026-02-25T06:00:00Z"), end: at("2026-02-25T06:30:00Z"),
@@ -173,6 +177,9 @@ func simSeries(w *omWriter, j simJob, n simNode) {
 		f := e / life
 		w.add(mInfo, base("partition", j.partition, "qos", "normal", "name", j.name, "cluster", j.cluster,
 			"array_job_id", "", "array_task_id", "", "job_key", j.key(), "cgroup_version", "2", "metadata_source", "props"), t, 1)
+		if j.infoOnly {
+			continue
+		}
 		var cpu float64
 		for c, load := range n.coreLoad {
 			s := coreSeconds(load, e)
@@ -274,4 +281,3 @@ func fakeSacctScript() string {
 	return b.String()
 }
 
-var _ = os.Stdout
