@@ -280,4 +280,3 @@ func fakeSacctScript() string {
 	b.WriteString("esac\n")
 	return b.String()
 }
-

@@ -132,7 +132,7 @@ func TestWarningThresholds(t *testing.T) {
 			r.CPU.PerCore = &CoreBalance{Node: "n1", Cores: 3, CoresFor90Percent: 1}
 		}, avoid: []string{wImbalance}},
 		{name: "small IO", edit: func(r *Report) { r.IO.SyscallsPerSecond, r.IO.BytesPerSyscall = ptr(3000), ptr(300) }, want: []string{wSmallIO}},
-		{name: "big IO", edit: func(r *Report) { r.IO.SyscallsPerSecond, r.IO.BytesPerSyscall = ptr(3000), ptr(1 << 20) }, avoid: []string{wSmallIO}},
+		{name: "big IO", edit: func(r *Report) { r.IO.SyscallsPerSecond, r.IO.BytesPerSyscall = ptr(3000), ptr(1<<20) }, avoid: []string{wSmallIO}},
 		{name: "long wait, little use", edit: func(r *Report) {
 			r.Job.WaitSeconds, r.CPU.Efficiency = ptr(7200), ptr(0.3)
 		}, want: []string{wQueueWait, wCPULow}},
