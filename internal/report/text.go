@@ -279,12 +279,29 @@ func writeWarnings(t *textWriter, ws []Warning) {
 	}
 }
 
+// units stay on the line of the number before them.
+var units = map[string]bool{"B": true, "KiB": true, "MiB": true, "GiB": true, "TiB": true, "PiB": true,
+	"s": true, "kWh": true, "gCO2e": true, "cores": true, "GPUs": true}
+
+// words splits at spaces, keeping "3.2 GiB" and "12 s" whole.
+func words(para string) []string {
+	var out []string
+	for _, w := range strings.Fields(para) {
+		if n := len(out); n > 0 && (units[strings.TrimRight(w, ",;:.)")]) {
+			out[n-1] += " " + w
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
 // wrap breaks text into lines of at most width runes at spaces.
 func wrap(text string, width int) []string {
 	var lines []string
 	for _, para := range strings.Split(text, "\n") {
 		line := ""
-		for _, word := range strings.Fields(para) {
+		for _, word := range words(para) {
 			for utf8.RuneCountInString(word) > width {
 				if line != "" {
 					lines, line = append(lines, line), ""

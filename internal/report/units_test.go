@@ -275,3 +275,35 @@ func TestQueriesQuoteInput(t *testing.T) {
 		t.Errorf("subquery %s", s.maxOfSum(mProcesses))
 	}
 }
+
+// TestJSONFieldsDocumented: every JSON field of the job report and the
+// usage summary is named in docs/report.md, so the documented contract
+// stays whole.
+func TestJSONFieldsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/report.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[reflect.Type]bool{}
+	var walk func(reflect.Type)
+	walk = func(ty reflect.Type) {
+		for ty.Kind() == reflect.Pointer || ty.Kind() == reflect.Slice || ty.Kind() == reflect.Array {
+			ty = ty.Elem()
+		}
+		if ty.Kind() != reflect.Struct || seen[ty] || ty.PkgPath() != reflect.TypeOf(Report{}).PkgPath() {
+			return
+		}
+		seen[ty] = true
+		for i := 0; i < ty.NumField(); i++ {
+			f := ty.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name != "" && !strings.Contains(string(doc), "`"+name+"`") && !strings.Contains(string(doc), "."+name+"`") &&
+				!strings.Contains(string(doc), "`"+strings.ToLower(ty.Name())+"."+name) {
+				t.Errorf("%s.%s (json %q) is not in docs/report.md", ty.Name(), f.Name, name)
+			}
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeOf(Report{}))
+	walk(reflect.TypeOf(Usage{}))
+}

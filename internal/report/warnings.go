@@ -89,8 +89,9 @@ func warnings(rep *Report, t Thresholds, helpURL string) []Warning {
 		msg := fmt.Sprintf("The job kept %s of its %s allocated cores busy on average (CPU efficiency %s).",
 			num(used), num(rep.CPU.Cores), pct(*e))
 		need := math.Max(1, math.Ceil(used*1.25))
-		advice := fmt.Sprintf("Request about %s cores (--ntasks/--cpus-per-task), or check that the program "+
-			"really runs in parallel: threads (OMP_NUM_THREADS=$SLURM_CPUS_PER_TASK), MPI ranks started by srun.", num(need))
+		advice := fmt.Sprintf("Request about %s (--ntasks/--cpus-per-task), or check that the program "+
+			"really runs in parallel: threads (OMP_NUM_THREADS=$SLURM_CPUS_PER_TASK), MPI ranks started by srun.",
+			plural(need, "one", "core", "cores"))
 		switch {
 		case *e < t.CPUEfficiencyVeryLow:
 			add(Warning{ID: wCPUVeryLow, Severity: Critical, Value: *e, Threshold: t.CPUEfficiencyVeryLow, Message: msg, Advice: advice})
