@@ -32,7 +32,7 @@ demo: build
 
 DEMO_FLAGS = --web.listen-address=$(DEMO_ADDR) \
 	--path.cgroupfs=testdata/demo/cgroup --path.procfs=testdata/demo/proc --path.sysfs=testdata/demo/sys \
-	--slurm.job-props-dir=testdata/demo/props --slurm.scontrol-fallback=false --collector.ebpf=false \
+	--slurm.job-props-dir=testdata/demo/props --slurm.node-metadata.squeue=false --collector.ebpf=false \
 	--power.ipmi=command --power.ipmi-command="cat testdata/power/ipmi/good.txt" --power.emissions.country=FR \
 	--gpu.backend=fake --gpu.fake-file=testdata/gpu/demo.json --gpu.job-mapping-dir=testdata/gpu/demo-mapping
 

@@ -69,6 +69,9 @@ func run(args []string) int {
 	exp, shared, err := buildExporter(opts, fs, set, mode, logger)
 	if err != nil {
 		logger.Error("cannot start", "err", err)
+		if errors.As(err, new(*flagError)) {
+			return 2
+		}
 		return 1
 	}
 	srv := &http.Server{Handler: newMux(exp, opts, logger), ReadHeaderTimeout: 10 * time.Second}

@@ -43,7 +43,7 @@ if command -v nv-hostengine >/dev/null; then
 	he=$!
 	sleep 3
 	"$BUNDLE/jobscope" --web.listen-address=127.0.0.1:19904 --gpu.backend=dcgm --collector.ebpf=false \
-		--slurm.scontrol-fallback=false --log.level=debug >"$R/jobscope-dcgm.log" 2>&1 &
+		--slurm.node-metadata.squeue=false --log.level=debug >"$R/jobscope-dcgm.log" 2>&1 &
 	js=$!
 	"$BUNDLE/gpucheck" -dump 127.0.0.1:19904 >"$R/dcgm-series.txt" 2>&1
 	kill $js $he 2>/dev/null

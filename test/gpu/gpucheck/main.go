@@ -141,7 +141,7 @@ func main() {
 	defer smi.stop()
 	log.Printf("nvidia-smi query: %s", smi.Query)
 
-	common := append(strings.Fields(*gpuFlags), "--slurm.scontrol-fallback=false")
+	common := append(strings.Fields(*gpuFlags), "--slurm.node-metadata.squeue=false")
 	a, err := startJobscope(*bin, "a", "127.0.0.1:19901", *out, append(common,
 		"--gpu.job-mapping-dir="+mapdir, "--slurm.job-props-dir="+props, "--bpf.pin-path=/sys/fs/bpf/jobscope-gpu")...)
 	defer a.stop()
