@@ -240,3 +240,18 @@ func ParseSlurmDuration(s string) (time.Duration, error) {
 	total += float64(days) * 86400
 	return time.Duration(total * float64(time.Second)), nil
 }
+
+// validJobID accepts a job id as Slurm prints it: digits, optionally an
+// array task (_N) or a het-job offset (+N); nothing a command could read
+// as an option.
+func validJobID(s string) bool {
+	if s == "" || len(s) > 32 || s[0] < '0' || s[0] > '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c == '_' || c == '+') {
+			return false
+		}
+	}
+	return true
+}

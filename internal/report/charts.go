@@ -47,17 +47,17 @@ func (r *runner) charts(ctx context.Context, rep *Report, s scope, interval time
 	total := func(model.Metric) string { return "job" }
 	specs := []chartSpec{
 		{id: "cpu", title: "CPU cores in use", unit: "cores", scale: 1, name: total,
-			query: "sum(rate(" + s.sel(mCPUUsage) + "[" + promDur(rw) + "]))",
+			query: "sum(" + s.agg("max", "rate("+s.sel(mCPUUsage)+"["+promDur(rw)+"])") + ")",
 			ref:   &Reference{Name: "allocated", Value: rep.CPU.Cores}},
 		{id: "memory", title: "Memory", unit: "bytes", scale: 1, name: total,
-			query: "sum(" + s.sel(mMemUsage) + ")"},
+			query: "sum(" + s.agg("max", s.sel(mMemUsage)) + ")"},
 	}
 	if rep.Memory.RequestedBytes != nil {
 		specs[1].ref = &Reference{Name: "requested", Value: *rep.Memory.RequestedBytes}
 	}
 	if n := rep.GPU.Count; n > 0 {
 		g := chartSpec{id: "gpu", title: "GPU utilization", unit: "%", scale: 100,
-			query: s.sel(mGPUUtil), ref: &Reference{Name: "full", Value: 100},
+			query: s.agg("max", s.sel(mGPUUtil), gpuLabels...), ref: &Reference{Name: "full", Value: 100},
 			name: func(m model.Metric) string {
 				label := "GPU " + string(m["gpu"])
 				if mig := string(m["mig_uuid"]); mig != "" {

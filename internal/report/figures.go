@@ -7,7 +7,11 @@ import (
 
 // figureQueries are the instant queries behind the job's figures. Counters
 // start at 0 with the job's cgroup, so their largest value is the job's
-// total; the exporter's counters never go back within a job.
+// total; the exporter's counters never go back within a job. A job's
+// series can change labels once in its life (user and account filled in
+// after the first scrapes): per node and label, queries take the largest
+// value over both, never their sum, and means come from subqueries over
+// the per-node value.
 func figureQueries(s scope, ownJob bool, t Thresholds) map[string]string {
 	q := map[string]string{
 		"cpu":       s.agg("max", s.over("max_over_time", mCPUUsage)),
@@ -17,20 +21,20 @@ func figureQueries(s scope, ownJob bool, t Thresholds) map[string]string {
 		"throttled": s.agg("max", s.over("max_over_time", mCPUThrottled)),
 		"mem_peak":  s.agg("max", s.over("max_over_time", mMemPeak)),
 		"mem_limit": s.agg("max", s.over("max_over_time", mMemLimit)),
-		"mem_mean":  s.agg("max", s.over("avg_over_time", mMemUsage)),
+		"mem_mean":  s.agg("max", s.subquery("avg_over_time", s.agg("max", s.sel(mMemUsage)))),
 		"mem_stat":  s.agg("max", s.over("max_over_time", mMemStat, "type", "~anon|file"), "type"),
 		"swap":      s.agg("max", s.over("max_over_time", mMemSwap)),
 		"oom":       s.agg("max", s.over("max_over_time", mMemEvents, "event", evOOMKill)),
 		"psi":       s.agg("max", s.over("max_over_time", mPressure, "level", "some"), "resource"),
-		"block":     s.agg("sum", s.over("max_over_time", mBlockIO), "direction"),
-		"storage":   s.agg("sum", s.over("max_over_time", mStorageIO), "direction"),
-		"pstorage":  s.agg("sum", s.over("max_over_time", mProcStorageIO), "direction"),
-		"sysbytes":  s.agg("sum", s.over("max_over_time", mSyscallIO), "direction"),
-		"psysbytes": s.agg("sum", s.over("max_over_time", mProcSyscallIO), "direction"),
-		"syscalls":  s.agg("sum", s.over("max_over_time", mSyscalls), "direction"),
-		"net":       s.agg("sum", s.over("max_over_time", mNetwork), "direction"),
-		"procs":     s.maxOfSum(mProcesses),
-		"threads":   s.maxOfSum(mThreads),
+		"block":     s.agg("sum", s.agg("max", s.over("max_over_time", mBlockIO), "direction", "device"), "direction"),
+		"storage":   s.agg("max", s.over("max_over_time", mStorageIO), "direction"),
+		"pstorage":  s.agg("max", s.over("max_over_time", mProcStorageIO), "direction"),
+		"sysbytes":  s.agg("max", s.over("max_over_time", mSyscallIO), "direction"),
+		"psysbytes": s.agg("max", s.over("max_over_time", mProcSyscallIO), "direction"),
+		"syscalls":  s.agg("max", s.over("max_over_time", mSyscalls), "direction"),
+		"net":       s.agg("max", s.over("max_over_time", mNetwork), "direction"),
+		"procs":     s.maxOfSum(mProcesses, "state"),
+		"threads":   s.maxOfSum(mThreads, "state"),
 		"fds":       s.agg("max", s.over("max_over_time", mOpenFDs)),
 		"energy":    s.agg("max", s.over("max_over_time", mEnergy), "source"),
 		"emissions": s.agg("max", s.over("max_over_time", mEmissions)),

@@ -14,19 +14,19 @@ func gpuQueries(s scope, idle float64) map[string]string {
 	return map[string]string{
 		"gpu_info":   s.agg("group", s.over("last_over_time", mGPUInfo), append(gpuLabels, "model")...),
 		"gpu_idle":   gpuIdleQuery(s, idle),
-		"gpu_util":   s.agg("avg", s.over("avg_over_time", mGPUUtil), gpuLabels...),
+		"gpu_util":   s.subquery("avg_over_time", s.agg("max", s.sel(mGPUUtil), gpuLabels...)),
 		"gpu_mem":    s.agg("max", s.over("max_over_time", mGPUMemUsed), gpuLabels...),
 		"gpu_total":  s.agg("max", s.over("max_over_time", mGPUMemTotal), gpuLabels...),
-		"gpu_sm":     s.agg("avg", s.over("avg_over_time", mGPUSMActive), gpuLabels...),
-		"gpu_tensor": s.agg("avg", s.over("avg_over_time", mGPUTensor), gpuLabels...),
+		"gpu_sm":     s.subquery("avg_over_time", s.agg("max", s.sel(mGPUSMActive), gpuLabels...)),
+		"gpu_tensor": s.subquery("avg_over_time", s.agg("max", s.sel(mGPUTensor), gpuLabels...)),
 	}
 }
 
 // gpuIdleQuery is the fraction of samples in which each GPU's utilisation
 // was at or under the idle level.
 func gpuIdleQuery(s scope, idle float64) string {
-	return s.agg("avg", s.subquery("avg_over_time",
-		s.sel(mGPUUtil)+" <= bool "+strconv.FormatFloat(idle, 'g', -1, 64)), gpuLabels...)
+	return s.subquery("avg_over_time",
+		s.agg("max", s.sel(mGPUUtil), gpuLabels...)+" <= bool "+strconv.FormatFloat(idle, 'g', -1, 64))
 }
 
 type gpuKey struct{ node, gpu, uuid, mig string }

@@ -131,7 +131,63 @@ func (r *runner) candidates(ctx context.Context, id string) ([]*candidate, error
 		out = append(out, c)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].first.Before(out[j].first) })
-	return out, nil
+	return mergeUnkeyed(out), nil
+}
+
+// unkeyedGap is how long after its unkeyed samples a job's keyed ones may
+// start and still be the same job.
+const unkeyedGap = 10 * time.Minute
+
+// mergeUnkeyed folds series without a job_key into the job that follows
+// them on the same node: the exporter labels a job before it knows its
+// start time (metadata arrives after the first scrapes), then with its
+// key. Unkeyed series that no keyed job follows stay a job of their own.
+func mergeUnkeyed(cands []*candidate) []*candidate {
+	var out []*candidate
+	for _, e := range cands {
+		if e.key != "" {
+			continue
+		}
+		merged := false
+		for _, k := range cands {
+			if k.key == "" || !sharesNode(e, k) || k.first.Before(e.first) || k.first.After(e.last.Add(unkeyedGap)) {
+				continue
+			}
+			k.first = e.first
+			for _, n := range e.nodes {
+				if !slices.Contains(k.nodes, n) {
+					k.nodes = append(k.nodes, n)
+				}
+			}
+			sort.Strings(k.nodes)
+			for l, v := range e.labels {
+				if k.labels[l] == "" {
+					k.labels[l] = v
+				}
+			}
+			merged = true
+			break
+		}
+		if !merged {
+			out = append(out, e)
+		}
+	}
+	for _, c := range cands {
+		if c.key != "" {
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].first.Before(out[j].first) })
+	return out
+}
+
+func sharesNode(a, b *candidate) bool {
+	for _, n := range a.nodes {
+		if slices.Contains(b.nodes, n) {
+			return true
+		}
+	}
+	return false
 }
 
 // rawBounds sets a candidate's first and last sample from its raw samples

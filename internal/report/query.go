@@ -74,10 +74,11 @@ func (s scope) subquery(fn, inner string) string {
 	return fn + "((" + inner + ")" + strings.TrimSuffix(s.win, "]") + ":" + s.step + "])"
 }
 
-// maxOfSum is the largest per-node sum over labels at any sample: the
-// most processes the job had, whatever their states.
-func (s scope) maxOfSum(metric string) string {
-	return s.agg("max", s.subquery("max_over_time", s.agg("sum", s.sel(metric))))
+// maxOfSum is the largest per-node sum over label at any sample: the most
+// processes the job had, whatever their states (one value per state, so a
+// job's series under two label sets count once).
+func (s scope) maxOfSum(metric, label string) string {
+	return s.agg("max", s.subquery("max_over_time", s.agg("sum", s.agg("max", s.sel(metric), label))))
 }
 
 func nodeRegex(nodes []string) string {

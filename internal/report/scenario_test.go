@@ -48,6 +48,9 @@ type simJob struct {
 	start, end                                       time.Time
 	nodes                                            []simNode
 	infoOnly                                         bool // the cgroup collector was off: slurm_job_info alone
+	// unlabeled: the first scrapes had no metadata yet (user, account and
+	// job_key empty), as discovery exports a job before it knows them.
+	unlabeled time.Duration
 }
 
 func (j simJob) key() string { return fmt.Sprintf("%s/%s/%d", j.cluster, j.id, j.start.Unix()) }
@@ -91,9 +94,10 @@ func scenarioJobs() []simJob {
 			exe: "/home/dave/bin/solver", start: at("2026-03-02T10:00:00Z"), end: scenarioNow,
 			nodes: []simNode{{name: "n03", coreLoad: append([]float64{0.98}, cores(15, 0.001)...), memLimit: 32 * gib,
 				memPeak: 1 * gib, watts: 180, procs: 2}}},
-		// OOM killed at 90% of its life.
+		// OOM killed at 90% of its life; its first two minutes of series
+		// carry no metadata yet.
 		{id: "555", user: "bob", account: "chemistry", partition: "cpu", name: "bigmem", cluster: "c1",
-			exe: "/usr/bin/perl", start: at("2026-03-01T09:00:00Z"), end: at("2026-03-01T09:20:00Z"),
+			exe: "/usr/bin/perl", start: at("2026-03-01T09:00:00Z"), end: at("2026-03-01T09:20:00Z"), unlabeled: 2 * time.Minute,
 			nodes: []simNode{{name: "n04", coreLoad: cores(2, 0.9), memLimit: 2 * gib, memPeak: 2 * gib, oomAt: 0.9,
 				watts: 120, procs: 1}}},
 		// Only slurm_job_info: a node whose cgroup collector was off.
@@ -164,19 +168,23 @@ func writeOpenMetrics(out io.Writer, jobs []simJob) error {
 }
 
 func simSeries(w *omWriter, j simJob, n simNode) {
-	base := func(extra ...string) map[string]string {
-		l := map[string]string{"jobid": j.id, "user": j.user, "account": j.account, "instance": n.name, "job": "jobscope"}
-		for i := 0; i+1 < len(extra); i += 2 {
-			l[extra[i]] = extra[i+1]
-		}
-		return l
-	}
 	life := j.end.Sub(j.start).Seconds()
 	for t := j.start.Add(5 * time.Second); !t.After(j.end); t = t.Add(scrapeEvery) {
+		user, account, key, source := j.user, j.account, j.key(), "props"
+		if t.Sub(j.start) < j.unlabeled {
+			user, account, key, source = "", "", "", "none"
+		}
+		base := func(extra ...string) map[string]string {
+			l := map[string]string{"jobid": j.id, "user": user, "account": account, "instance": n.name, "job": "jobscope"}
+			for i := 0; i+1 < len(extra); i += 2 {
+				l[extra[i]] = extra[i+1]
+			}
+			return l
+		}
 		e := t.Sub(j.start).Seconds()
 		f := e / life
 		w.add(mInfo, base("partition", j.partition, "qos", "normal", "name", j.name, "cluster", j.cluster,
-			"array_job_id", "", "array_task_id", "", "job_key", j.key(), "cgroup_version", "2", "metadata_source", "props"), t, 1)
+			"array_job_id", "", "array_task_id", "", "job_key", key, "cgroup_version", "2", "metadata_source", source), t, 1)
 		if j.infoOnly {
 			continue
 		}

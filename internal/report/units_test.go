@@ -271,8 +271,8 @@ func TestQueriesQuoteInput(t *testing.T) {
 	if !strings.Contains(q, `jobid="4\"2"`) || !strings.Contains(q, `instance=~"n1\\.x|n\\(2\\)"`) {
 		t.Errorf("selector %s", q)
 	}
-	if !regexp.MustCompile(`\[3601s:15s\]`).MatchString(s.maxOfSum(mProcesses)) {
-		t.Errorf("subquery %s", s.maxOfSum(mProcesses))
+	if !regexp.MustCompile(`\[3601s:15s\]`).MatchString(s.maxOfSum(mProcesses, "state")) {
+		t.Errorf("subquery %s", s.maxOfSum(mProcesses, "state"))
 	}
 }
 
@@ -306,4 +306,23 @@ func TestJSONFieldsDocumented(t *testing.T) {
 	}
 	walk(reflect.TypeOf(Report{}))
 	walk(reflect.TypeOf(Usage{}))
+}
+
+// TestUnkeyedSamplesJoinTheirJob: the first scrapes of a job may carry an
+// empty job_key (metadata not known yet); they belong to the keyed job
+// that follows on the same node, not to another job that reused the id.
+func TestUnkeyedSamplesJoinTheirJob(t *testing.T) {
+	at := func(m int) time.Time { return time.Date(2026, 3, 1, 10, m, 0, 0, time.UTC) }
+	cands := []*candidate{
+		{key: "", nodes: []string{"n1"}, labels: map[string]string{lUser: ""}, first: at(0), last: at(1)},
+		{key: "c/7/1", nodes: []string{"n1"}, labels: map[string]string{lUser: "alice"}, first: at(1), last: at(30)},
+		{key: "", nodes: []string{"n9"}, labels: map[string]string{}, first: at(40), last: at(50)},
+	}
+	got := mergeUnkeyed(cands)
+	if len(got) != 2 || got[0].key != "c/7/1" || !got[0].first.Equal(at(0)) || got[1].key != "" || got[1].nodes[0] != "n9" {
+		for _, c := range got {
+			t.Logf("%+v", *c)
+		}
+		t.Fatal("unkeyed samples not folded into their job")
+	}
 }
