@@ -84,28 +84,25 @@ func (p *prom) ctx(parent context.Context) (context.Context, context.CancelFunc)
 
 // vector runs an instant query that must return a vector.
 func (p *prom) vector(ctx context.Context, q string, at time.Time) (model.Vector, error) {
-	v, err := p.query(ctx, q, at)
-	if err != nil {
-		return nil, err
-	}
-	vec, ok := v.(model.Vector)
-	if !ok {
-		return nil, promErrorf(nil, "Prometheus at %s: query %s gave a %s, not a vector", p.url, q, v.Type())
-	}
-	return vec, nil
+	return queryAs[model.Vector](ctx, p, q, at)
 }
 
 // matrix runs an instant query of a range selector: raw samples.
 func (p *prom) matrix(ctx context.Context, q string, at time.Time) (model.Matrix, error) {
+	return queryAs[model.Matrix](ctx, p, q, at)
+}
+
+func queryAs[T model.Value](ctx context.Context, p *prom, q string, at time.Time) (T, error) {
+	var zero T
 	v, err := p.query(ctx, q, at)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	m, ok := v.(model.Matrix)
+	out, ok := v.(T)
 	if !ok {
-		return nil, promErrorf(nil, "Prometheus at %s: query %s gave a %s, not a matrix", p.url, q, v.Type())
+		return zero, promErrorf(nil, "Prometheus at %s: query %s gave a %s, not a %s", p.url, q, v.Type(), zero.Type())
 	}
-	return m, nil
+	return out, nil
 }
 
 func (p *prom) query(ctx context.Context, q string, at time.Time) (model.Value, error) {

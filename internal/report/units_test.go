@@ -1,9 +1,7 @@
 package report
 
 import (
-	"bufio"
 	"os"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/jobscope/jobscope/internal/testutil"
 	"github.com/jobscope/jobscope/slurmcli"
 )
 
@@ -20,28 +19,7 @@ import (
 // prints (its golden outputs), and every summary series is recorded by
 // the shipped usage rules. A rename breaks this test, not users' reports.
 func TestNamesExist(t *testing.T) {
-	golden := map[string]bool{}
-	err := filepath.WalkDir("../../testdata", func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".golden") {
-			return err
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			if rest, ok := strings.CutPrefix(sc.Text(), "# TYPE "); ok {
-				golden[strings.Fields(rest)[0]] = true
-			}
-		}
-		return sc.Err()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	golden := testutil.GoldenMetricNames(t, "../../testdata")
 	for _, m := range []string{mInfo, mCPUUsage, mCPUMode, mCPUCore, mCPUs, mCPUThrottled, mMemUsage, mMemPeak,
 		mMemLimit, mMemStat, mMemSwap, mMemEvents, mPressure, mBlockIO, mStorageIO, mSyscallIO, mSyscalls,
 		mProcStorageIO, mProcSyscallIO, mNetwork, mProcesses, mThreads, mOpenFDs, mProcessCPU, mGPUInfo, mGPUUtil,
