@@ -1,6 +1,7 @@
 package report
 
 import (
+	"math"
 	"os"
 	"reflect"
 	"regexp"
@@ -302,5 +303,21 @@ func TestUnkeyedSamplesJoinTheirJob(t *testing.T) {
 			t.Logf("%+v", *c)
 		}
 		t.Fatal("unkeyed samples not folded into their job")
+	}
+}
+
+// TestUsageFoldsUnkeyed: a job's summaries from before it had a job_key
+// add to its keyed ones; with two keyed jobs of the id they stay apart.
+func TestUsageFoldsUnkeyed(t *testing.T) {
+	jobs := foldUnkeyed([]UsageJob{
+		{ID: "8", Key: "e/8/1", Cluster: "e", Cores: 1, CoreHours: 0.0083, ObservedSeconds: 30, CPUHoursUsed: ptr(0.0038)},
+		{ID: "8", Key: "", Cluster: "e", Cores: 1, CoreHours: 0.0003, ObservedSeconds: 1, CPUHoursUsed: ptr(0.00004)},
+		{ID: "9", Key: "e/9/1", Cluster: "e", CoreHours: 1},
+		{ID: "9", Key: "e/9/2", Cluster: "e", CoreHours: 1},
+		{ID: "9", Key: "", Cluster: "e", CoreHours: 0.1},
+	})
+	if len(jobs) != 4 || jobs[0].ObservedSeconds != 31 || math.Abs(jobs[0].CoreHours-0.0086) > 1e-12 ||
+		*jobs[0].CPUHoursUsed != 0.0038 {
+		t.Errorf("folded %+v", jobs)
 	}
 }

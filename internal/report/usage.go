@@ -200,8 +200,11 @@ func usageJobs(res, before map[string]model.Vector, interval float64, t Threshol
 			j.EnergyKWh = ptr(*e / 3.6e6)
 		}
 		j.EmissionsGrams = inPeriod("emissions", k)
-		j.Warnings = usageWarnings(j, t)
 		jobs = append(jobs, j)
+	}
+	jobs = foldUnkeyed(jobs)
+	for i := range jobs {
+		jobs[i].Warnings = usageWarnings(jobs[i], t)
 	}
 	sort.Slice(jobs, func(i, k int) bool {
 		if jobs[i].CoreHours != jobs[k].CoreHours {
@@ -210,6 +213,52 @@ func usageJobs(res, before map[string]model.Vector, interval float64, t Threshol
 		return jobs[i].Key < jobs[k].Key
 	})
 	return jobs
+}
+
+// foldUnkeyed adds the summaries a job got before it had a job_key (its
+// first scrapes, before discovery knew its start) to the job's keyed ones:
+// same cluster and id, and one keyed job of that id in the period (with
+// several, a reused id, the unkeyed part stays on its own).
+func foldUnkeyed(jobs []UsageJob) []UsageJob {
+	keyed := map[string][]int{}
+	for i, j := range jobs {
+		if j.Key != "" {
+			keyed[j.Cluster+"/"+j.ID] = append(keyed[j.Cluster+"/"+j.ID], i)
+		}
+	}
+	maxp := func(a, b *float64) *float64 {
+		if a == nil || b != nil && *b > *a {
+			return b
+		}
+		return a
+	}
+	var out []UsageJob
+	for _, u := range jobs {
+		idx := keyed[u.Cluster+"/"+u.ID]
+		if u.Key != "" || len(idx) != 1 {
+			continue
+		}
+		k := &jobs[idx[0]]
+		k.CoreHours += u.CoreHours
+		k.ObservedSeconds += u.ObservedSeconds
+		k.GPUHours += u.GPUHours
+		k.Cores, k.GPUs = max(k.Cores, u.Cores), max(k.GPUs, u.GPUs)
+		k.CPUHoursUsed = maxp(k.CPUHoursUsed, u.CPUHoursUsed)
+		k.MemoryPeakRatio = maxp(k.MemoryPeakRatio, u.MemoryPeakRatio)
+		k.MemoryRequestedBytes = maxp(k.MemoryRequestedBytes, u.MemoryRequestedBytes)
+		k.OOMKills = maxp(k.OOMKills, u.OOMKills)
+		k.EnergyKWh = maxp(k.EnergyKWh, u.EnergyKWh)
+		k.EmissionsGrams = maxp(k.EmissionsGrams, u.EmissionsGrams)
+		if k.CPUHoursUsed != nil && k.CoreHours > 0 {
+			k.CPUEfficiency = ptr(*k.CPUHoursUsed / k.CoreHours)
+		}
+	}
+	for _, j := range jobs {
+		if j.Key != "" || len(keyed[j.Cluster+"/"+j.ID]) != 1 {
+			out = append(out, j)
+		}
+	}
+	return out
 }
 
 // usageWarnings applies the job report's thresholds to what the summary

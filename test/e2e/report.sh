@@ -44,6 +44,7 @@ BIN=$WORK/jobscope-report
 CONFIG=$WORK/etc/report.yml
 DELAY=3
 TIMEOUT=60
+LOG=$WORK/log/report-epilog.log
 EOF
 	chmod 0644 "$WORK/etc/report.yml" "$WORK/etc/report-epilog.conf"
 	id carol >/dev/null 2>&1 || useradd -m -s /bin/sh carol
@@ -121,7 +122,8 @@ report_finished() {
 	fi
 	# The job-end epilog wrote both reports into carol's working directory.
 	for j in $R_BURN $R_SLEEP; do
-		wait_for 40 "epilog report $j" sh -c "grep -q '^Job $j' '$WORK/carol/jobscope-$j.txt'"
+		wait_for 60 "epilog report $j" sh -c "grep -q '^Job $j' '$WORK/carol/jobscope-$j.txt'" ||
+			log "epilog report $j missing; its log: $(tail -5 "$WORK/log/report-epilog.log" 2>/dev/null)"
 		check_eq "report: epilog wrote $WORK/carol/jobscope-$j.txt as carol" "carol/Job $j" \
 			"$(stat -c %U "$WORK/carol/jobscope-$j.txt" 2>/dev/null)/$(head -1 "$WORK/carol/jobscope-$j.txt" 2>/dev/null | cut -d' ' -f1-2)"
 	done

@@ -19,6 +19,7 @@
 #   BIN=/usr/local/bin/jobscope
 #   CONFIG=/etc/jobscope/report.yml   the report's site configuration (readable by users)
 #   TIMEOUT=120           longest a report may take
+#   LOG=                  file the report's errors are appended to (default: syslog)
 
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export PATH
@@ -67,6 +68,8 @@ cfg=$(get CONFIG /etc/jobscope/report.yml)
 # job, Prometheus down) goes to syslog where logger exists.
 log=cat
 command -v logger >/dev/null 2>&1 && log="logger -t jobscope-report -p user.notice"
+logfile=$(get LOG "")
+case $logfile in /*) log="tee -a $logfile" ;; esac
 setsid sh -c '
 	sleep "$1"
 	cd "$2" 2>/dev/null || exit 0
