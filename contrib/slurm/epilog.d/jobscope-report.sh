@@ -37,6 +37,13 @@ user=${SLURM_JOB_USER:-}
 case $job in '' | *[!0-9]*) exit 0 ;; esac
 case $user in '' | *[!A-Za-z0-9._-]* | -*) exit 0 ;; esac
 
+# Where notes go: LOG's file, else syslog, else nowhere.
+logfile=$(get LOG "")
+log="cat"
+command -v logger >/dev/null 2>&1 && log="logger -t jobscope-report -p user.notice"
+case $logfile in /*) log="tee -a $logfile" ;; esac
+note() { printf 'job %s: %s\n' "$job" "$*" | $log >/dev/null 2>&1; }
+
 # Multi-node jobs: one report, from the first node.
 nodes=${SLURM_JOB_NODELIST:-${SLURM_NODELIST:-}}
 if [ -n "$nodes" ] && [ -n "${SLURMD_NODENAME:-}" ]; then
@@ -48,33 +55,36 @@ dir=${SLURM_JOB_WORK_DIR:-}
 if [ -z "$dir" ]; then
 	dir=$(scontrol -o show job "$job" 2>/dev/null | tr ' ' '\n' | sed -n 's/^WorkDir=//p' | head -n 1)
 fi
-case $dir in /*) ;; *) exit 0 ;; esac
+case $dir in /*) ;; *)
+	note "no working directory (SLURM_JOB_WORK_DIR unset, scontrol gave '$dir'): no report"
+	exit 0
+	;;
+esac
 
 format=$(get FORMAT text)
 case $format in text | html) ;; *) format=text ;; esac
 ext=txt
 [ "$format" = html ] && ext=html
 name=$(get NAME "jobscope-%j.$ext")
-case $name in */* | .* | '') exit 0 ;; esac
+case $name in */* | .* | '') note "NAME '$name' is not a plain file name"; exit 0 ;; esac
 name=$(printf '%s\n' "$name" | sed "s/%j/$job/g")
 delay=$(get DELAY 60)
 limit=$(get TIMEOUT 120)
-case $delay$limit in *[!0-9]*) exit 0 ;; esac
+case $delay$limit in *[!0-9]*) note "DELAY and TIMEOUT must be whole seconds"; exit 0 ;; esac
 bin=$(get BIN /usr/local/bin/jobscope)
 cfg=$(get CONFIG /etc/jobscope/report.yml)
-[ -x "$bin" ] || exit 0
+[ -x "$bin" ] || { note "$bin is not executable"; exit 0; }
 
-# Detached from slurmd in its own session; why a report failed (unknown
-# job, Prometheus down) goes to syslog where logger exists.
-log=cat
-command -v logger >/dev/null 2>&1 && log="logger -t jobscope-report -p user.notice"
-logfile=$(get LOG "")
-case $logfile in /*) log="tee -a $logfile" ;; esac
+# Detached from slurmd in its own session (with its notes' pipe, so that
+# nothing of it is in the epilog's process group when slurmd ends it).
 setsid sh -c '
 	sleep "$1"
-	cd "$2" 2>/dev/null || exit 0
-	timeout "$3" runuser -u "$4" -- "$5" report --config="$6" --reused=latest --color=never \
-		--format="$7" --output="$2/$8" "$9" 2>&1 | ${10}
+	{
+		cd "$2" || exit 0
+		timeout "$3" runuser -u "$4" -- "$5" report --config="$6" --reused=latest --color=never \
+			--format="$7" --output="$2/$8" "$9"
+		echo "job $9: jobscope report exited $? writing $2/$8"
+	} 2>&1 | ${10}
 ' jobscope-report "$delay" "$dir" "$limit" "$user" "$bin" "$cfg" "$format" "$name" "$job" "$log" \
 	</dev/null >/dev/null 2>&1 &
 exit 0
