@@ -122,8 +122,9 @@ report_finished() {
 	fi
 	# The job-end epilog wrote both reports into carol's working directory.
 	for j in $R_BURN $R_SLEEP; do
-		wait_for 60 "epilog report $j" sh -c "grep -q '^Job $j' '$WORK/carol/jobscope-$j.txt'" ||
-			log "epilog report $j missing; its log: $(tail -5 "$WORK/log/report-epilog.log" 2>/dev/null)"
+		wait_for 90 "epilog report $j" sh -c "grep -q '^Job $j' '$WORK/carol/jobscope-$j.txt'" ||
+			log "epilog report $j missing; epilog log: $(grep "^job $j:" "$WORK/log/report-epilog.log" 2>/dev/null | tr '\n' ' ')" \
+				"reports running: $(pgrep -af 'jobscope-report report' | tr '\n' ' ')"
 		check_eq "report: epilog wrote $WORK/carol/jobscope-$j.txt as carol" "carol/Job $j" \
 			"$(stat -c %U "$WORK/carol/jobscope-$j.txt" 2>/dev/null)/$(head -1 "$WORK/carol/jobscope-$j.txt" 2>/dev/null | cut -d' ' -f1-2)"
 	done

@@ -75,6 +75,8 @@ bin=$(get BIN /usr/local/bin/jobscope)
 cfg=$(get CONFIG /etc/jobscope/report.yml)
 [ -x "$bin" ] || { note "$bin is not executable"; exit 0; }
 
+[ -n "$logfile" ] && note "report in ${delay}s into $dir/$name"
+
 # Detached from slurmd in its own session (with its notes' pipe, so that
 # nothing of it is in the epilog's process group when slurmd ends it).
 setsid sh -c '
