@@ -434,16 +434,16 @@ func TestReportEpilog(t *testing.T) {
 	}
 	// Off by default: no conf file, or ENABLE other than yes.
 	runScript(t, "slurm/epilog.d/jobscope-report.sh", env("41", "nobody")...)
-	os.WriteFile(conf, []byte("ENABLE=no\nBIN="+bin+"\nDELAY=0\n"), 0o644)
+	os.WriteFile(conf, []byte("ENABLE=no\nBIN="+bin+"\n"), 0o644)
 	runScript(t, "slurm/epilog.d/jobscope-report.sh", env("41", "nobody")...)
 	time.Sleep(300 * time.Millisecond)
 	if ents, _ := os.ReadDir(work); len(ents) != 0 {
 		t.Fatalf("report written while off: %v", ents)
 	}
-	os.WriteFile(conf, []byte("ENABLE=yes\nBIN="+bin+"\nDELAY=0\nCONFIG=/etc/site.yml\nFORMAT=html\n"), 0o644)
+	os.WriteFile(conf, []byte("ENABLE=yes\nBIN="+bin+"\nCONFIG=/etc/site.yml\nFORMAT=html\n"), 0o644)
 	runScript(t, "slurm/epilog.d/jobscope-report.sh", env("42", "nobody")...)
 	got := wait("jobscope-42.html")
-	for _, want := range []string{"nobody\nreport\n", "--config=/etc/site.yml", "--format=html", "--reused=latest", "\n42\n"} {
+	for _, want := range []string{"nobody\nreport\n", "--config=/etc/site.yml", "--format=html", "--reused=latest", "--ended", "\n42\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("report call %q lacks %q", got, want)
 		}

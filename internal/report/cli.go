@@ -26,7 +26,7 @@ type cliFlags struct {
 	config, format, output, color, reused, jobKey string
 	url, username, passwordFile, tokenFile        string
 	caFile, certFile, keyFile, serverName         string
-	insecure                                      bool
+	insecure, ended                               bool
 	timeout                                       time.Duration
 	cluster, lookback, sacct                      string
 	user, account, partition, since, until        string
@@ -66,6 +66,7 @@ func newFlagSet(stderr io.Writer) (*pflag.FlagSet, *cliFlags) {
 	fs.StringVar(&f.lookback, "lookback", "", "How far back to look for a job id (default 30d).")
 	fs.StringVar(&f.jobKey, "job-key", "", "Report the job with this job_key (for a reused job id).")
 	fs.StringVar(&f.reused, "reused", "ask", "A job id that names several jobs: ask (list them, exit 3) or latest (report the latest, say so).")
+	fs.BoolVar(&f.ended, "ended", false, "The job has ended (for epilogs): report it as ended even before slurmdbd and Prometheus know.")
 	fs.StringVar(&f.sacct, "sacct", "", "Ask sacct for submit time, time limit and final state: auto, always, never (default auto).")
 	fs.StringVar(&f.user, "user", "", "Usage summary of this user's jobs.")
 	fs.StringVar(&f.account, "account", "", "Usage summary of this account's jobs.")
@@ -102,7 +103,7 @@ func mainWith(ctx context.Context, args []string, stdout, stderr io.Writer, isTT
 		return usageErr("%v", err)
 	}
 	o := base
-	o.Config, o.JobKey, o.Reused = cfg, f.jobKey, f.reused
+	o.Config, o.JobKey, o.Reused, o.Ended = cfg, f.jobKey, f.reused, f.ended
 	if f.reused != "ask" && f.reused != "latest" {
 		return usageErr("--reused %q: want ask or latest", f.reused)
 	}

@@ -194,3 +194,20 @@ func TestPrivatePathsStayPrivate(t *testing.T) {
 		}
 	}
 }
+
+// TestEndedFlag: an epilog reports a job that sacct and Prometheus still
+// show running as ended at its last sample.
+func TestEndedFlag(t *testing.T) {
+	rp := loadReplay(t)
+	srv := rp.server(t)
+	out, errb, code := runCLI(t, scenarioOptions(t, nil), "--prometheus.url="+srv.URL, "--reused=latest", "--ended",
+		"--format=json", "777")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	for _, want := range []string{`"state": "ENDED"`, `"running": false`, `"end_source": "last_sample"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %s", want)
+		}
+	}
+}

@@ -19,6 +19,9 @@ type Options struct {
 	// Reused: "ask" (the default) fails listing the jobs behind a reused
 	// id; "latest" reports the latest and says so.
 	Reused string
+	// Ended says the job is over (an epilog knows it before slurmdbd and
+	// Prometheus do): it is reported as ended at its last sample.
+	Ended bool
 	// Now is the time the report is made at (tests fix it).
 	Now func() time.Time
 	// Location is the zone times are printed in (default: local).

@@ -103,6 +103,12 @@ func (r *runner) timeline(ctx context.Context, id string, c *candidate, interval
 	} else if len(recs) > 0 {
 		notes = append(notes, "sacct lists job "+id+" but none of its records matches the job Prometheus saw.")
 	}
+	if r.opts.Ended && j.Running {
+		j.Running = false
+		if j.State == "RUNNING" {
+			j.State = "ENDED"
+		}
+	}
 	switch {
 	case j.EndTime != nil:
 	case j.Running:

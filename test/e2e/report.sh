@@ -42,7 +42,6 @@ EOF
 ENABLE=yes
 BIN=$WORK/jobscope-report
 CONFIG=$WORK/etc/report.yml
-DELAY=3
 TIMEOUT=60
 LOG=$WORK/log/report-epilog.log
 EOF

@@ -6,19 +6,20 @@
 #
 # Slurm node epilog (slurm.conf Epilog=...); it runs on the job's first
 # node only. It never fails the epilog (a failing epilog drains the node)
-# and never makes slurmd wait: the report runs detached, after DELAY
-# seconds, so that slurmdbd has the job's end and Prometheus its last
-# scrape. The file is created by the user, never by root, so a link or a
+# and holds it at most TIMEOUT seconds (a report takes about a second).
+# It runs in the epilog, not detached after it: processes an epilog leaves
+# behind were seen killed before they finished (Slurm 22.05). --ended
+# tells the report the job is over even if slurmdbd has not recorded its
+# end yet. The file is created by the user, never by root, so a link or a
 # directory the user controls cannot redirect a root write.
 #
 # report-epilog.conf (KEY=value lines, read, never sourced):
 #   ENABLE=yes            turn the report on (anything else: off)
 #   FORMAT=text           text or html
 #   NAME=jobscope-%j.txt  file name in the working directory (%j: job id)
-#   DELAY=60              seconds to wait before reporting
 #   BIN=/usr/local/bin/jobscope
 #   CONFIG=/etc/jobscope/report.yml   the report's site configuration (readable by users)
-#   TIMEOUT=120           longest a report may take
+#   TIMEOUT=30            longest a report may hold the epilog
 #   LOG=                  file the report's errors are appended to (default: syslog)
 
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -68,25 +69,16 @@ ext=txt
 name=$(get NAME "jobscope-%j.$ext")
 case $name in */* | .* | '') note "NAME '$name' is not a plain file name"; exit 0 ;; esac
 name=$(printf '%s\n' "$name" | sed "s/%j/$job/g")
-delay=$(get DELAY 60)
-limit=$(get TIMEOUT 120)
-case $delay$limit in *[!0-9]*) note "DELAY and TIMEOUT must be whole seconds"; exit 0 ;; esac
+limit=$(get TIMEOUT 30)
+case $limit in '' | *[!0-9]*) note "TIMEOUT must be whole seconds"; exit 0 ;; esac
 bin=$(get BIN /usr/local/bin/jobscope)
 cfg=$(get CONFIG /etc/jobscope/report.yml)
 [ -x "$bin" ] || { note "$bin is not executable"; exit 0; }
 
-[ -n "$logfile" ] && note "report in ${delay}s into $dir/$name"
-
-# Detached from slurmd in its own session (with its notes' pipe, so that
-# nothing of it is in the epilog's process group when slurmd ends it).
-setsid sh -c '
-	sleep "$1"
-	{
-		cd "$2" || exit 0
-		timeout "$3" runuser -u "$4" -- "$5" report --config="$6" --reused=latest --color=never \
-			--format="$7" --output="$2/$8" "$9"
-		echo "job $9: jobscope report exited $? writing $2/$8"
-	} 2>&1 | ${10}
-' jobscope-report "$delay" "$dir" "$limit" "$user" "$bin" "$cfg" "$format" "$name" "$job" "$log" \
-	</dev/null >/dev/null 2>&1 &
+cd "$dir" 2>/dev/null || { note "cannot enter $dir"; exit 0; }
+{
+	timeout "$limit" runuser -u "$user" -- "$bin" report --config="$cfg" --ended --reused=latest --color=never \
+		--format="$format" --output="$dir/$name" "$job"
+	echo "job $job: jobscope report exited $? writing $dir/$name"
+} </dev/null 2>&1 | $log >/dev/null 2>&1
 exit 0
