@@ -143,7 +143,7 @@ func figureFacts(rep *Report) []fact {
 		}
 	}
 	c, m := rep.CPU, rep.Memory
-	cpu := []string{num(c.Cores) + " cores allocated"}
+	cpu := []string{plural(c.Cores, "one", "core", "cores") + " allocated"}
 	if c.Efficiency != nil {
 		cpu[0] += fmt.Sprintf(", %s in use on average: efficiency %s", num(deref(c.CoresInUse)), pct(*c.Efficiency))
 	}
@@ -155,7 +155,9 @@ func figureFacts(rep *Report) []fact {
 		cpu = append(cpu, used)
 	}
 	cpu = append(cpu, optSeconds("throttled ", c.ThrottledSeconds), optPct("CPU pressure ", c.PressureSome))
-	if b := c.PerCore; b != nil {
+	// The spread over cores says something for jobs with several cores
+	// that used some CPU.
+	if b := c.PerCore; b != nil && b.Cores > 1 && b.MeanSeconds*float64(b.Cores) >= 1 {
 		cpu = append(cpu, fmt.Sprintf("90%% of the CPU time on %d of %d cores (%s)", b.CoresFor90Percent, b.Cores, b.Node))
 	}
 	add("CPU", cpu...)
