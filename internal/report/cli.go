@@ -77,6 +77,12 @@ func newFlagSet(stderr io.Writer) (*pflag.FlagSet, *cliFlags) {
 	return fs, f
 }
 
+// FlagSet is the report's flags, for the man page.
+func FlagSet() *pflag.FlagSet {
+	fs, _ := newFlagSet(io.Discard)
+	return fs
+}
+
 // Main runs `jobscope report` and returns its exit status.
 func Main(args []string, stdout, stderr io.Writer, isTTY bool) int {
 	return mainWith(context.Background(), args, stdout, stderr, isTTY, Options{})
