@@ -25,12 +25,13 @@ const sacctStates = "BF,CA,CD,DL,F,NF,OOM,PR,TO"
 
 // ParseSacct reads `sacct -a -X -P --format=...` output with its header.
 func ParseSacct(r io.Reader) ([]SacctJob, error) {
-	rows, err := pipeTable(r, "JobIDRaw", "State", "End")
+	rows, err := pipeTable(r, "sacct", "JobIDRaw", "State", "End")
 	if err != nil {
 		return nil, err
 	}
 	out := make([]SacctJob, 0, len(rows))
-	for _, get := range rows {
+	for _, row := range rows {
+		get := row.trimmed
 		state, _, _ := strings.Cut(get("State"), " ")
 		out = append(out, SacctJob{
 			ID: get("JobIDRaw"), State: strings.ToLower(state), Partition: Clean(get("Partition")),

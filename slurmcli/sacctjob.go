@@ -66,30 +66,38 @@ func SacctRecords(ctx context.Context, r *Runner, id, cluster string, loc *time.
 	return recs, nil
 }
 
-// pipeTable reads `sacct -P` output with its header line and returns each
-// row as a column-name lookup. need lists the columns that must be there.
-func pipeTable(r io.Reader, need ...string) ([]func(string) string, error) {
+// pipeRow is one line of a `-P` table: its line number and a lookup of
+// its raw (untrimmed) field by column name ("" for a column not there).
+type pipeRow struct {
+	line int
+	get  func(string) string
+}
+
+// pipeTable reads the `-P` output of cmd (sacct, sshare) with its header
+// line, finding columns by name whatever the version adds or reorders.
+// need lists the columns that must be there.
+func pipeTable(r io.Reader, cmd string, need ...string) ([]pipeRow, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	if !sc.Scan() {
 		if err := sc.Err(); err != nil {
 			return nil, err
 		}
-		return nil, fmt.Errorf("sacct: empty output")
+		return nil, fmt.Errorf("%s: empty output", cmd)
 	}
 	header := strings.Split(sc.Text(), "|")
 	col := map[string]int{}
 	for i, h := range header {
-		if _, dup := col[h]; !dup {
-			col[h] = i
+		if _, dup := col[strings.TrimSpace(h)]; !dup {
+			col[strings.TrimSpace(h)] = i
 		}
 	}
 	for _, n := range need {
 		if _, ok := col[n]; !ok {
-			return nil, fmt.Errorf("sacct: no %s column in header %q", n, sc.Text())
+			return nil, fmt.Errorf("%s: no %s column in header %q", cmd, n, sc.Text())
 		}
 	}
-	var rows []func(string) string
+	var rows []pipeRow
 	line := 1
 	for sc.Scan() {
 		line++
@@ -98,17 +106,20 @@ func pipeTable(r io.Reader, need ...string) ([]func(string) string, error) {
 		}
 		f := strings.Split(sc.Text(), "|")
 		if len(f) < len(header) {
-			return nil, fmt.Errorf("sacct line %d: %d fields, header has %d", line, len(f), len(header))
+			return nil, fmt.Errorf("%s line %d: %d fields, header has %d", cmd, line, len(f), len(header))
 		}
-		rows = append(rows, func(name string) string {
+		rows = append(rows, pipeRow{line: line, get: func(name string) string {
 			if i, ok := col[name]; ok {
-				return strings.TrimSpace(f[i])
+				return f[i]
 			}
 			return ""
-		})
+		}})
 	}
 	return rows, sc.Err()
 }
+
+// trimmed is a row's field without surrounding spaces.
+func (p pipeRow) trimmed(name string) string { return strings.TrimSpace(p.get(name)) }
 
 // ParseSacctRecords reads `sacct -P --format=...` output with its header and
 // keeps the allocation lines (step lines, "42.batch", are left out); times
@@ -117,16 +128,16 @@ func ParseSacctRecords(r io.Reader, loc *time.Location) ([]SacctRecord, error) {
 	if loc == nil {
 		loc = time.Local
 	}
-	rows, err := pipeTable(r, "JobIDRaw", "State", "Start", "End")
+	rows, err := pipeTable(r, "sacct", "JobIDRaw", "State", "Start", "End")
 	if err != nil {
 		return nil, err
 	}
 	out := make([]SacctRecord, 0, len(rows))
-	for i, get := range rows {
-		if strings.Contains(get("JobIDRaw"), ".") {
+	for i, row := range rows {
+		if strings.Contains(row.get("JobIDRaw"), ".") {
 			continue
 		}
-		rec, err := sacctRecord(get, loc)
+		rec, err := sacctRecord(row.trimmed, loc)
 		if err != nil {
 			return nil, fmt.Errorf("sacct row %d: %w", i+1, err)
 		}
