@@ -5,7 +5,6 @@
 package contrib
 
 import (
-	"bufio"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -15,42 +14,12 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/jobscope/jobscope/internal/testutil"
 )
 
-// goldenMetrics returns every metric name in the exporter's golden outputs
-// (testdata/**/*.golden): what jobscope really prints.
-func goldenMetrics(t *testing.T) map[string]bool {
-	t.Helper()
-	names := map[string]bool{}
-	err := filepath.WalkDir("../testdata", func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".golden") {
-			return err
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
-				names[strings.Fields(rest)[0]] = true
-			} else if line != "" && line[0] != '#' {
-				names[strings.FieldsFunc(line, func(r rune) bool { return r == '{' || r == ' ' })[0]] = true
-			}
-		}
-		return sc.Err()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(names) < 20 {
-		t.Fatalf("only %d metric names in testdata/**/*.golden: goldens missing?", len(names))
-	}
-	return names
-}
+// goldenMetrics returns every metric name in the exporter's golden outputs.
+func goldenMetrics(t *testing.T) map[string]bool { return testutil.GoldenMetricNames(t, "../testdata") }
 
 var (
 	quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|` + "`[^`]*`")

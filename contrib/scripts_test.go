@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // unitValues returns the values of KEY= lines of a systemd unit.
@@ -170,5 +171,64 @@ func TestPrologSLUID(t *testing.T) {
 	runScript(t, "slurm/epilog.sh", "JOBSCOPE_JOB_PROPS_DIR="+dir, "SLURM_JOB_ID=45", "SLURM_JOB_SLUID=sDVNM87TZNTA00")
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Errorf("epilog left %v", ents)
+	}
+}
+
+// TestReportEpilog runs the job-end report script as slurmd would, with a
+// stand-in for jobscope that records how it was called. It needs root
+// (the script runs the report as the job's user through runuser).
+func TestReportEpilog(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("runs the report as another user through runuser: needs root")
+	}
+	if _, err := exec.LookPath("runuser"); err != nil {
+		t.Skip("no runuser")
+	}
+	dir := t.TempDir()
+	os.Chmod(filepath.Dir(dir), 0o755) // the user must reach the stand-in and the work dir
+	work := filepath.Join(dir, "work")
+	os.Mkdir(work, 0o777)
+	os.Chmod(work, 0o1777)
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "jobscope")
+	// The stand-in writes its arguments where --output points, as the user.
+	os.WriteFile(bin, []byte("#!/bin/sh\nfor a; do case $a in --output=*) out=${a#--output=};; esac; done\n"+
+		"{ id -un; printf '%s\\n' \"$@\"; } > \"$out\"\n"), 0o755)
+	conf := filepath.Join(dir, "epilog.conf")
+	env := func(job, user string) []string {
+		return []string{"JOBSCOPE_REPORT_EPILOG_CONF=" + conf, "SLURM_JOB_ID=" + job, "SLURM_JOB_USER=" + user,
+			"SLURM_JOB_WORK_DIR=" + work, "SLURM_SCRIPT_CONTEXT=epilog_slurmd"}
+	}
+	wait := func(name string) string {
+		for i := 0; i < 100; i++ {
+			if b, err := os.ReadFile(filepath.Join(work, name)); err == nil && len(b) > 0 {
+				return string(b)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return ""
+	}
+	// Off by default: no conf file, or ENABLE other than yes.
+	runScript(t, "slurm/epilog.d/jobscope-report.sh", env("41", "nobody")...)
+	os.WriteFile(conf, []byte("ENABLE=no\nBIN="+bin+"\n"), 0o644)
+	runScript(t, "slurm/epilog.d/jobscope-report.sh", env("41", "nobody")...)
+	time.Sleep(300 * time.Millisecond)
+	if ents, _ := os.ReadDir(work); len(ents) != 0 {
+		t.Fatalf("report written while off: %v", ents)
+	}
+	os.WriteFile(conf, []byte("ENABLE=yes\nBIN="+bin+"\nCONFIG=/etc/site.yml\nFORMAT=html\n"), 0o644)
+	runScript(t, "slurm/epilog.d/jobscope-report.sh", env("42", "nobody")...)
+	got := wait("jobscope-42.html")
+	for _, want := range []string{"nobody\nreport\n", "--config=/etc/site.yml", "--format=html", "--reused=latest", "--ended", "\n42\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report call %q lacks %q", got, want)
+		}
+	}
+	// Ids and user names that are not plain are refused.
+	runScript(t, "slurm/epilog.d/jobscope-report.sh", env("43;x", "nobody")...)
+	runScript(t, "slurm/epilog.d/jobscope-report.sh", env("44", "-nobody")...)
+	time.Sleep(300 * time.Millisecond)
+	if ents, _ := os.ReadDir(work); len(ents) != 1 {
+		t.Errorf("files in the work dir: %v", ents)
 	}
 }
