@@ -9,6 +9,12 @@
 // charge, so the two agree exactly; a per-CPU "switch-in" slot would lose the
 // slice after every switch-out the kernel does not deliver to BPF.
 //
+// A task that stays on its CPU is not switched out, so the reader also runs
+// fold_running (iter/task) before each read: it claims the runtime of every
+// running job task since its last fold. Both paths claim runtime by moving
+// the task's baseline forward with a compare-and-swap, so each nanosecond is
+// claimed once (see claim_runtime).
+//
 // Network: sockets are tagged with their creator's job (cgroup/sock_create,
 // and TCP_LISTEN for the listeners whose accepted children inherit the tag via
 // BPF_F_CLONE); cgroup_skb on the v2 root counts by tag. Ingress runs in
@@ -36,7 +42,8 @@ struct job_key {
 };
 
 struct counters {
-	u64 cpu_ns;
+	u64 cpu_ns;         // folded at switch-out, on this CPU
+	u64 cpu_ns_running; // folded by fold_running for a slice running on this CPU
 	u64 rchar;
 	u64 wchar;
 	u64 syscr;
@@ -136,13 +143,46 @@ static __always_inline struct cgroup *ancestor(struct cgroup *c, u32 level)
 	return c;
 }
 
+// is_crockford is Slurm's base-32 alphabet for SLUIDs (Crockford's: digits
+// and upper-case letters without I, L, O and U).
+static __always_inline bool is_crockford(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return true;
+	return ch >= 'A' && ch <= 'Z' && ch != 'I' && ch != 'L' && ch != 'O' && ch != 'U';
+}
+
+// is_job_dir accepts the two names Slurm gives a job's directory: job_<id>
+// (decimal) and, from Slurm 26.05 on cgroup v2, the job's SLUID: 's' and 13
+// base-32 characters (sDVNM87TZNTA00).
 static __always_inline bool is_job_dir(struct cgroup *c)
 {
-	char name[4] = {};
-	const char *n = BPF_CORE_READ(c, kn, name);
-	if (bpf_probe_read_kernel(name, sizeof(name), n))
+	char n[16] = {};
+	const char *p = BPF_CORE_READ(c, kn, name);
+	// len counts the NUL; both forms have at most 14 characters.
+	long len = bpf_probe_read_kernel_str(n, sizeof(n), p);
+	if (len < 2 || len > 15)
 		return false;
-	return name[0] == 'j' && name[1] == 'o' && name[2] == 'b' && name[3] == '_';
+	if (n[0] == 'j' && n[1] == 'o' && n[2] == 'b' && n[3] == '_') {
+		if (len < 6)
+			return false;
+#pragma unroll
+		for (int i = 4; i < 14; i++) {
+			if (i >= len - 1)
+				break;
+			if (n[i] < '0' || n[i] > '9')
+				return false;
+		}
+		return true;
+	}
+	if (n[0] != 's' || len != 15)
+		return false;
+#pragma unroll
+	for (int i = 1; i < 14; i++) {
+		if (!is_crockford(n[i]))
+			return false;
+	}
+	return true;
 }
 
 // v1_cgroup returns the task's cgroup in the chosen v1 hierarchy.
@@ -221,21 +261,48 @@ static __always_inline struct counters *counters_for(struct job_key *k, struct c
 	return bpf_map_lookup_elem(&job_counters, k);
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(account_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+// claim_runtime moves the task's runtime baseline from what it was to now
+// and returns the difference, or 0 if another path moved it past now. The
+// baseline only grows (a swap is made only to a larger value), so no two
+// claims overlap: a switch-out and a concurrent fold_running on another CPU
+// each get a disjoint part, and together exactly what the task ran.
+static __always_inline u64 claim_runtime(struct task_last *last, u64 now)
+{
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		u64 old = last->runtime;
+		if (now <= old)
+			return 0;
+		if (__sync_val_compare_and_swap(&last->runtime, old, now) == old)
+			return now - old;
+	}
+	// Only readers racing again and again get here; what is left is claimed
+	// by the task's next fold.
+	return 0;
+}
+
+// account folds the outgoing task's counters into its job's slot of this
+// CPU. live: the baseline is shared with fold_running, so it is claimed with
+// a compare-and-swap; without fold_running a plain store is enough.
+static __always_inline int account(struct task_struct *prev, bool live)
 {
 	struct task_last *last = bpf_task_storage_get(&task_last, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!last)
 		return 0;
 	u64 rt = prev->se.sum_exec_runtime;
+	u64 d_rt;
+	if (live) {
+		d_rt = claim_runtime(last, rt);
+	} else {
+		d_rt = rt - last->runtime;
+		last->runtime = rt;
+	}
 	u64 rchar = prev->ioac.rchar, wchar = prev->ioac.wchar;
 	u64 syscr = prev->ioac.syscr, syscw = prev->ioac.syscw;
 	u64 rb = prev->ioac.read_bytes, wb = prev->ioac.write_bytes;
-	u64 d_rt = rt - last->runtime;
 	u64 d_rchar = rchar - last->rchar, d_wchar = wchar - last->wchar;
 	u64 d_syscr = syscr - last->syscr, d_syscw = syscw - last->syscw;
 	u64 d_rb = rb - last->read_bytes, d_wb = wb - last->write_bytes;
-	last->runtime = rt;
 	last->rchar = rchar;
 	last->wchar = wchar;
 	last->syscr = syscr;
@@ -252,7 +319,8 @@ int BPF_PROG(account_switch, bool preempt, struct task_struct *prev, struct task
 	if (!v)
 		return 0;
 	// Interrupts are off under the runqueue lock: plain adds on this CPU's
-	// slot cannot race with the (atomic) network adds to other fields.
+	// slot cannot race with the (atomic) network adds to other fields, and
+	// fold_running writes cpu_ns_running only.
 	v->cpu_ns += d_rt;
 	v->rchar += d_rchar;
 	v->wchar += d_wchar;
@@ -260,6 +328,78 @@ int BPF_PROG(account_switch, bool preempt, struct task_struct *prev, struct task
 	v->syscw += d_syscw;
 	v->read_bytes += d_rb;
 	v->write_bytes += d_wb;
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(account_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return account(prev, true);
+}
+
+// account_switch_plain is account_switch for kernels that cannot run
+// fold_running (no compare-and-swap before 5.12): CPU time of a task still
+// on its CPU is counted when it leaves.
+SEC("tp_btf/sched_switch")
+int BPF_PROG(account_switch_plain, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return account(prev, false);
+}
+
+struct task_struct___pre516 {
+	unsigned int cpu;
+} __attribute__((preserve_access_index));
+
+// task_cpu: the field is in thread_info since 5.16, in task_struct before.
+static __always_inline u32 task_cpu(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->thread_info.cpu))
+		return BPF_CORE_READ(t, thread_info.cpu);
+	return BPF_CORE_READ((struct task_struct___pre516 *)t, cpu);
+}
+
+// fold_running runs before every read of the maps: each job task that is on
+// a CPU has the runtime since its last fold added to its job's slot of that
+// CPU, so a task that never leaves its CPU is counted up to the read (up to
+// the scheduler's last update of its runtime: the last tick or event on that
+// CPU, which is when cpu.stat is updated too).
+//
+// Against a concurrent switch-out of the task on its CPU: both claim with
+// claim_runtime, so neither counts what the other took. The baseline is
+// read with an atomic (ordered) access before on_cpu and the CPU number; if
+// the swap then succeeds, no switch-out completed in between, so the task
+// has run on that one CPU since its last fold and the claim belongs there.
+SEC("iter/task")
+int fold_running(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	if (!t || !t->on_cpu)
+		return 0;
+	struct cgroup *c = job_cgroup(t, NULL);
+	if (!c)
+		return 0;
+	// A task forked since attach and never switched out has no storage:
+	// it starts from zero, as at its first switch-out.
+	struct task_last *last = bpf_task_storage_get(&task_last, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!last)
+		return 0;
+	u64 old = __sync_fetch_and_add(&last->runtime, 0);
+	if (!t->on_cpu)
+		return 0;
+	u32 cpu = task_cpu(t);
+	u64 now = t->se.sum_exec_runtime;
+	if (now <= old || __sync_val_compare_and_swap(&last->runtime, old, now) != old)
+		return 0;
+	struct job_key k;
+	key_of(c, &k);
+	if (!counters_for(&k, c))
+		return 0;
+	struct counters *v = bpf_map_lookup_percpu_elem(&job_counters, &k, cpu);
+	if (!v)
+		return 0;
+	// Other readers may add to this slot at the same time; the switch-out
+	// path on that CPU never writes this field.
+	__sync_fetch_and_add(&v->cpu_ns_running, now - old);
 	return 0;
 }
 

@@ -1,0 +1,49 @@
+//go:build linux
+
+package bpf
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/cilium/ebpf"
+)
+
+// ProgramCheck is the verifier's answer for one program loaded alone.
+type ProgramCheck struct {
+	Name  string
+	Err   error // nil: accepted
+	Insns int   // instructions the verifier processed (0 if unknown)
+}
+
+// CheckPrograms loads every program of the object one at a time, configured
+// as Load would configure it (v1Subsys picks the v1 branch), against fresh
+// unpinned maps, and attaches nothing: which programs this kernel accepts,
+// whatever the feature probes say. err is for what stops every program
+// (no maps).
+func CheckPrograms(v1Subsys string) ([]ProgramCheck, error) {
+	o := &Objects{cfg: Config{MaxJobs: 64, V2JobLevel: 3, V1Subsys: v1Subsys, V1JobLevel: 3}}
+	spec, err := o.spec()
+	if err != nil {
+		return nil, err
+	}
+	mc, err := ebpf.NewCollection(&ebpf.CollectionSpec{Maps: spec.Maps, Variables: spec.Variables, Types: spec.Types, ByteOrder: spec.ByteOrder})
+	if err != nil {
+		return nil, err
+	}
+	defer mc.Close()
+	var out []ProgramCheck
+	for _, name := range slices.Sorted(maps.Keys(spec.Programs)) {
+		progs, err := loadPrograms(spec, mc.Maps, name)
+		c := ProgramCheck{Name: name, Err: err}
+		if p := progs[name]; p != nil {
+			if info, err := p.Info(); err == nil {
+				n, _ := info.VerifiedInstructions()
+				c.Insns = int(n)
+			}
+			p.Close()
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
