@@ -110,6 +110,15 @@ func runHelper(kind string) int {
 		}
 		c.Close()
 		ln.Close()
+	case "load":
+		// The service user's view of the pins (pins_test.go).
+		o, err := Load(Config{PinPath: arg, MaxJobs: 256, V2JobLevel: 3})
+		if err != nil {
+			fmt.Println(err)
+			return 0
+		}
+		o.Close()
+		fmt.Println("loaded")
 	case "send":
 		d := net.Dialer{Timeout: 5 * time.Second}
 		d.SetMultipathTCP(os.Getenv("JS_MPTCP") == "1")

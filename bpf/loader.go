@@ -129,7 +129,8 @@ func Load(cfg Config) (*Objects, error) {
 	o := &Objects{cfg: cfg, progs: map[string]*ebpf.Program{}, possible: possible}
 	if err := o.load(); err != nil {
 		o.Close()
-		if le := pinOwnerError(cfg.PinPath, err); le != nil {
+		// The kernel's own error, without classify's guess at privileges.
+		if le := pinOwnerError(cfg.PinPath, errors.Unwrap(err.Err)); le != nil {
 			return nil, le
 		}
 		if memlockErr != nil {
@@ -223,6 +224,7 @@ func (o *Objects) load() *LoadError {
 		}
 	}
 	if o.liveErr != nil {
+		o.liveErr = fmt.Errorf("%w; %s", o.liveErr, lostLive)
 		if err := group(jobscopeProgAccountSwitchPlain); err != nil {
 			return classify("load", err)
 		}
