@@ -3,6 +3,7 @@
 #   make test   unit, golden, fuzz-seed and privileged tests (root runs the privileged ones)
 #   make e2e    real Slurm + real Prometheus end-to-end test (root; installs what it needs)
 #   make bench  scrape benchmarks on generated 128/512-job trees
+#   make kernel-matrix  load and check the BPF programs on Debian's kernels 5.10-7.2 under qemu
 
 GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -11,7 +12,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.revision=$(REVISION)
 DEMO_ADDR ?= 127.0.0.1:10817
 BIN       := bin/jobscope
 
-.PHONY: all build build-static demo test test-deps e2e bench bench-bpf generate docs fmt vet clean
+.PHONY: all build build-static demo test test-deps e2e bench bench-bpf kernel-matrix generate docs fmt vet clean
 
 all: build
 
@@ -59,6 +60,16 @@ bench: build
 # perf bench sched pipe with and without jobscope (root).
 bench-bpf:
 	JOBSCOPE_BENCH_BPF=1 $(GO) test ./bpf/ -run '^TestBenchBPF$$' -count=1 -v
+
+# Boots Debian's kernels 5.10, 6.1 (also without BTF), 6.12 and 7.2 under
+# qemu (TCG) with an initramfs holding test/kernels/vmcheck, checks this
+# machine's kernel too, and prints the table docs/ebpf.md shows. Kernel
+# packages and images are cached in $(KERNEL_WORK). Root (cgroups, BPF).
+KERNEL_WORK ?= /var/tmp/jobscope-kernels
+kernel-matrix:
+	[ "$$(id -u)" = 0 ]
+	command -v qemu-system-x86_64 >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-system-x86 >/dev/null; }
+	$(GO) run ./test/kernels/matrix -work $(KERNEL_WORK)
 
 generate:
 	$(GO) generate ./...

@@ -72,3 +72,7 @@ func (kernelFeatures) LiveCPU() error {
 	}
 	return nil
 }
+
+// KernelFeatures probes the running kernel (what Load uses when
+// Config.Features is nil).
+func KernelFeatures() Features { return kernelFeatures{} }

@@ -19,22 +19,41 @@ type ProgramCheck struct {
 // CheckPrograms loads every program of the object one at a time, configured
 // as Load would configure it (v1Subsys picks the v1 branch), against fresh
 // unpinned maps, and attaches nothing: which programs this kernel accepts,
-// whatever the feature probes say. err is for what stops every program
-// (no maps).
+// whatever the feature probes say. A map the kernel refuses (task storage
+// before 5.11) fails the programs that use it, with the map's error. err is
+// for what stops every program (the constants' maps).
 func CheckPrograms(v1Subsys string) ([]ProgramCheck, error) {
 	o := &Objects{cfg: Config{MaxJobs: 64, V2JobLevel: 3, V1Subsys: v1Subsys, V1JobLevel: 3}}
 	spec, err := o.spec()
 	if err != nil {
 		return nil, err
 	}
-	mc, err := ebpf.NewCollection(&ebpf.CollectionSpec{Maps: spec.Maps, Variables: spec.Variables, Types: spec.Types, ByteOrder: spec.ByteOrder})
+	repl := map[string]*ebpf.Map{}
+	defer func() {
+		for _, m := range repl {
+			m.Close()
+		}
+	}()
+	data := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{}, Variables: spec.Variables, Types: spec.Types, ByteOrder: spec.ByteOrder}
+	for name, ms := range spec.Maps {
+		if !pinned(name) {
+			data.Maps[name] = ms
+			continue
+		}
+		// Left out when refused: the programs that need it fail on it.
+		if m, err := ebpf.NewMap(ms); err == nil {
+			repl[name] = m
+		}
+	}
+	dc, err := ebpf.NewCollection(data)
 	if err != nil {
 		return nil, err
 	}
-	defer mc.Close()
+	maps.Copy(repl, dc.Maps)
+	dc.Maps = nil
 	var out []ProgramCheck
 	for _, name := range slices.Sorted(maps.Keys(spec.Programs)) {
-		progs, err := loadPrograms(spec, mc.Maps, name)
+		progs, err := loadPrograms(spec, repl, name)
 		c := ProgramCheck{Name: name, Err: err}
 		if p := progs[name]; p != nil {
 			if info, err := p.Info(); err == nil {

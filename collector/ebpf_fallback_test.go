@@ -1,7 +1,9 @@
 package collector
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,7 +54,15 @@ func TestEBPFKernelFallback(t *testing.T) {
 	cg := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys"), PerCoreFromEBPF: perCoreFromEBPF(env)})
 	exp.collectors = map[string]Collector{"cgroup": cg, "ebpf": unavailable{err}}
 	exp.names = []string{"cgroup", "ebpf"}
+	// The cause was logged when the collector was built: scrapes count it
+	// and log nothing more.
+	var logged bytes.Buffer
+	exp.problems = NewProblems(slog.New(slog.NewTextHandler(&logged, nil)))
+	testutil.Exposition(t, gatherer(exp))
 	out := string(testutil.Exposition(t, gatherer(exp)))
+	if n := exp.problems.Count("ebpf", "unavailable"); n != 2 || logged.Len() != 0 {
+		t.Errorf("two scrapes: counted %v times (want 2), logged %q (want nothing)", n, logged.String())
+	}
 	for _, want := range []string{
 		`jobscope_scrape_collector_success{collector="ebpf"} 0`,
 		`jobscope_scrape_collector_success{collector="cgroup"} 1`,
