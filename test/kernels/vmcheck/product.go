@@ -38,11 +38,14 @@ func product(r *report.Result, bin, v2 string) {
 		"SLURM_JOB_ID=%s\nSLURM_JOB_USER=root\nSLURM_JOB_UID=0\nSLURM_JOB_ACCOUNT=matrix\nSLURM_JOB_PARTITION=test\n", id)), 0o644)
 	pin := "/sys/fs/bpf/jobscope_matrix_" + id
 	defer os.RemoveAll(pin)
-	addr, err := freeAddr()
+	// A free port (this machine runs other exporters).
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fail("%v", err)
 		return
 	}
+	addr := ln.Addr().String()
+	ln.Close()
 	cmd := exec.Command(bin, "--web.listen-address="+addr, "--slurm.job-props-dir="+props,
 		"--slurm.scontrol-fallback=false", "--bpf.pin-path="+pin)
 	stderr, _ := cmd.StderrPipe()
@@ -145,13 +148,4 @@ func labels(m *dto.Metric) map[string]string {
 		out[l.GetName()] = l.GetValue()
 	}
 	return out
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
