@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/NVIDIA/go-dcgm v0.0.0-20260115225648-6cbb0463ce9f // indirect
-	github.com/NVIDIA/go-nvml v0.13.0-1 // indirect
+	github.com/NVIDIA/go-nvml v0.13.4-1 // indirect
 	github.com/alecthomas/kingpin/v2 v2.4.0 // indirect
 	github.com/alecthomas/units v0.0.0-20240927000941-0f3dac36c52b // indirect
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -153,21 +153,21 @@ static __always_inline bool is_crockford(char ch)
 }
 
 // is_job_dir accepts the two names Slurm gives a job's directory: job_<id>
-// (decimal) and, from Slurm 26.05 on cgroup v2, the job's SLUID: 's' and 13
-// base-32 characters (sDVNM87TZNTA00).
+// (decimal, up to 12 digits as discovery reads it) and, from Slurm 26.05 on
+// cgroup v2, the job's SLUID: 's' and 13 base-32 characters (sDVNM87TZNTA00).
 static __always_inline bool is_job_dir(struct cgroup *c)
 {
-	char n[16] = {};
+	char n[20] = {};
 	const char *p = BPF_CORE_READ(c, kn, name);
-	// len counts the NUL; both forms have at most 14 characters.
+	// len counts the NUL; the longest name, job_ and 12 digits, has 16.
 	long len = bpf_probe_read_kernel_str(n, sizeof(n), p);
-	if (len < 2 || len > 15)
+	if (len < 2 || len > 17)
 		return false;
 	if (n[0] == 'j' && n[1] == 'o' && n[2] == 'b' && n[3] == '_') {
 		if (len < 6)
 			return false;
 #pragma unroll
-		for (int i = 4; i < 14; i++) {
+		for (int i = 4; i < 16; i++) {
 			if (i >= len - 1)
 				break;
 			if (n[i] < '0' || n[i] > '9')

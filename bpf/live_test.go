@@ -118,6 +118,8 @@ func TestJobDirNames(t *testing.T) {
 		{"", true}, // job_<id>
 		{"job_", false},
 		{"job_12a", false},
+		{"job_123456789012", true},
+		{"job_1234567890123", false}, // longer than discovery reads
 		{"jobs_123", false},
 		{sluid[:13], false},                  // 12 characters after the s
 		{sluid + "0", false},                 // 14

@@ -146,6 +146,19 @@ func TestPromtoolCheckRules(t *testing.T) {
 	}
 }
 
+// TestPromtoolRuleTests runs the rule unit tests (prometheus/tests): the
+// alerts fire on the series that should raise them, and only there.
+func TestPromtoolRuleTests(t *testing.T) {
+	p := promtool(t)
+	tests, _ := filepath.Glob("prometheus/tests/*.yml")
+	if len(tests) == 0 {
+		t.Fatal("no rule tests under contrib/prometheus/tests")
+	}
+	if out, err := exec.Command(p, append([]string{"test", "rules"}, tests...)...).CombinedOutput(); err != nil {
+		t.Fatalf("promtool test rules: %v\n%s", err, out)
+	}
+}
+
 func TestPromtoolCheckConfig(t *testing.T) {
 	p := promtool(t)
 	// The example's file_sd path does not exist here: promtool only warns.
@@ -413,4 +426,39 @@ func TestPrologEpilog(t *testing.T) {
 	}
 	// The epilog of a job without props, or of a missing directory, succeeds.
 	runScript(t, "slurm/epilog.sh", "JOBSCOPE_JOB_PROPS_DIR="+dir+"/none", "SLURM_JOB_ID=44")
+}
+
+// Slurm 26.05: the prolog links the job's SLUID to its props file (the
+// cgroup directory may be named by either); the epilog removes the link.
+func TestPrologSLUID(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "jobs")
+	env := []string{"JOBSCOPE_JOB_PROPS_DIR=" + dir, "PATH=/usr/bin:/bin", "SLURM_JOB_ID=45",
+		"SLURM_JOB_SLUID=sDVNM87TZNTA00", "SLURM_JOB_START_TIME=1795000000", "SLURM_JOB_ACCOUNT=physics"}
+	runScript(t, "slurm/prolog.sh", env...)
+	got := string(mustRead(t, filepath.Join(dir, "sDVNM87TZNTA00")))
+	want := "SLURM_JOB_ID=45\nSLURM_JOB_ACCOUNT=physics\nSLURM_JOB_SLUID=sDVNM87TZNTA00\nSLURM_JOB_START_TIME=1795000000\n"
+	if got != want {
+		t.Errorf("props through the SLUID link:\n%s\nwant:\n%s", got, want)
+	}
+	// Nothing but a SLUID becomes a file name.
+	for _, bad := range []string{"../../x", "sDVNM87TZNTAI0", "sdvnm87tznta00", "sDVNM87TZNTA0"} {
+		runScript(t, "slurm/prolog.sh", "JOBSCOPE_JOB_PROPS_DIR="+dir, "SLURM_JOB_ID=46", "SLURM_JOB_SLUID="+bad)
+	}
+	ents, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, ",") != "45,46,sDVNM87TZNTA00" {
+		t.Errorf("props dir holds %v", names)
+	}
+	// Another job's epilog with the same SLUID value leaves the link alone.
+	runScript(t, "slurm/epilog.sh", "JOBSCOPE_JOB_PROPS_DIR="+dir, "SLURM_JOB_ID=46", "SLURM_JOB_SLUID=sDVNM87TZNTA00")
+	if _, err := os.Lstat(filepath.Join(dir, "sDVNM87TZNTA00")); err != nil {
+		t.Error("epilog of job 46 removed job 45's SLUID link")
+	}
+	runScript(t, "slurm/epilog.sh", "JOBSCOPE_JOB_PROPS_DIR="+dir, "SLURM_JOB_ID=45", "SLURM_JOB_SLUID=sDVNM87TZNTA00")
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("epilog left %v", ents)
+	}
 }

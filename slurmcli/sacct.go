@@ -65,8 +65,8 @@ func ParseSacct(r io.Reader) ([]SacctJob, error) {
 		}
 		state, _, _ := strings.Cut(strings.TrimSpace(get("State")), " ")
 		out = append(out, SacctJob{
-			ID: get("JobIDRaw"), State: strings.ToLower(state), Partition: get("Partition"),
-			Account: get("Account"), End: get("End"),
+			ID: get("JobIDRaw"), State: strings.ToLower(state), Partition: Clean(get("Partition")),
+			Account: Clean(get("Account")), End: get("End"),
 		})
 	}
 	return out, sc.Err()
