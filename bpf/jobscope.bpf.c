@@ -358,6 +358,20 @@ static __always_inline u32 task_cpu(struct task_struct *t)
 	return BPF_CORE_READ((struct task_struct___pre516 *)t, cpu);
 }
 
+struct task_struct___on_cpu_u8 {
+	u8 on_cpu;
+} __attribute__((preserve_access_index));
+
+// task_on_cpu: on_cpu is an int up to 7.1 and a single byte in 7.2 (the
+// verifier refuses a 4-byte load of it there). The test is a constant after
+// relocation, so the verifier never walks the other branch.
+static __always_inline int task_on_cpu(struct task_struct *t)
+{
+	if (bpf_core_field_size(t->on_cpu) == 1)
+		return ((struct task_struct___on_cpu_u8 *)t)->on_cpu;
+	return t->on_cpu;
+}
+
 // fold_running runs before every read of the maps: each job task that is on
 // a CPU has the runtime since its last fold added to its job's slot of that
 // CPU, so a task that never leaves its CPU is counted up to the read (up to
@@ -373,7 +387,7 @@ SEC("iter/task")
 int fold_running(struct bpf_iter__task *ctx)
 {
 	struct task_struct *t = ctx->task;
-	if (!t || !t->on_cpu)
+	if (!t || !task_on_cpu(t))
 		return 0;
 	struct cgroup *c = job_cgroup(t, NULL);
 	if (!c)
@@ -384,7 +398,7 @@ int fold_running(struct bpf_iter__task *ctx)
 	if (!last)
 		return 0;
 	u64 old = __sync_fetch_and_add(&last->runtime, 0);
-	if (!t->on_cpu)
+	if (!task_on_cpu(t))
 		return 0;
 	u32 cpu = task_cpu(t);
 	u64 now = t->se.sum_exec_runtime;

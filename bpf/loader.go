@@ -78,6 +78,10 @@ func (e *LoadError) Unwrap() error { return e.Err }
 func classify(stage string, err error) *LoadError {
 	var ve *ebpf.VerifierError
 	switch {
+	// The verifier answers EACCES for an access it refuses: with a log, a
+	// rejection is the verifier's, not a lack of privileges.
+	case errors.As(err, &ve) && len(ve.Log) > 0:
+		return &LoadError{"verifier", fmt.Errorf("%s: %w", stage, err)}
 	case errors.Is(err, unix.EPERM), errors.Is(err, os.ErrPermission):
 		return &LoadError{"no_privilege", fmt.Errorf("%s: %w (needs root, or CAP_BPF+CAP_PERFMON+CAP_SYS_RESOURCE)", stage, err)}
 	case errors.As(err, &ve):

@@ -3,8 +3,10 @@
 package bpf
 
 import (
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/cilium/ebpf"
 )
@@ -35,15 +37,24 @@ func CheckPrograms(v1Subsys string) ([]ProgramCheck, error) {
 		}
 	}()
 	data := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{}, Variables: spec.Variables, Types: spec.Types, ByteOrder: spec.ByteOrder}
+	refused := map[string]error{}
 	for name, ms := range spec.Maps {
 		if !pinned(name) {
 			data.Maps[name] = ms
 			continue
 		}
-		// Left out when refused: the programs that need it fail on it.
-		if m, err := ebpf.NewMap(ms); err == nil {
-			repl[name] = m
+		m, err := ebpf.NewMap(ms)
+		if err != nil {
+			refused[name] = err
+			continue
 		}
+		repl[name] = m
+	}
+	// Programs are loaded without the refused maps: those that use one
+	// fail on it, the others get their own answer.
+	spec = spec.Copy()
+	for name := range refused {
+		delete(spec.Maps, name)
 	}
 	dc, err := ebpf.NewCollection(data)
 	if err != nil {
@@ -54,6 +65,11 @@ func CheckPrograms(v1Subsys string) ([]ProgramCheck, error) {
 	var out []ProgramCheck
 	for _, name := range slices.Sorted(maps.Keys(spec.Programs)) {
 		progs, err := loadPrograms(spec, repl, name)
+		for m, merr := range refused {
+			if err != nil && strings.Contains(err.Error(), m) {
+				err = fmt.Errorf("needs map %s, which the kernel refused: %w", m, merr)
+			}
+		}
 		c := ProgramCheck{Name: name, Err: err}
 		if p := progs[name]; p != nil {
 			if info, err := p.Info(); err == nil {

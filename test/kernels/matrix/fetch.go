@@ -69,32 +69,65 @@ func kernel(work, mirrorURL, suite string) (string, error) {
 		return "", err
 	}
 	kdir := filepath.Join(work, "kernels", strings.TrimSuffix(filepath.Base(deb), ".deb"))
-	if k, _ := filepath.Glob(filepath.Join(kdir, "boot", "vmlinuz-*")); len(k) == 1 {
-		return k[0], nil
+	if k := findVmlinuz(kdir); k != "" {
+		return k, nil
 	}
-	// From Debian forky on, the image package is a shell around
-	// linux-binary-<version>, which holds the kernel.
-	if out, err := exec.Command("dpkg-deb", "-c", deb).Output(); err == nil && !strings.Contains(string(out), "./boot/vmlinuz-") {
+	member, err := vmlinuzIn(deb)
+	if err != nil {
+		// From Debian forky on, the image package is a shell around
+		// linux-binary-<version>, which holds the kernel.
 		dep, _ := exec.Command("dpkg-deb", "-f", deb, "Depends").Output()
 		for _, d := range strings.Split(string(dep), ",") {
 			if name, _, _ := strings.Cut(strings.TrimSpace(d), " "); strings.HasPrefix(name, "linux-binary-") {
 				if deb, err = download(filepath.Join(work, "debs"), opts, name); err != nil {
 					return "", err
 				}
+				member, err = vmlinuzIn(deb)
 			}
+		}
+		if err != nil {
+			return "", err
 		}
 	}
 	os.MkdirAll(kdir, 0o755)
 	// Only the kernel image: no modules are needed (no disk, no NIC).
-	x := exec.Command("sh", "-c", `dpkg-deb --fsys-tarfile "$1" | tar -x -C "$2" --wildcards './boot/vmlinuz-*'`, "sh", deb, kdir)
+	x := exec.Command("sh", "-c", `dpkg-deb --fsys-tarfile "$1" | tar -x -C "$2" "$3"`, "sh", deb, kdir, member)
 	if out, err := x.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("extracting %s: %v\n%s", deb, err, out)
+		return "", fmt.Errorf("extracting %s from %s: %v\n%s", member, deb, err, out)
 	}
-	k, _ := filepath.Glob(filepath.Join(kdir, "boot", "vmlinuz-*"))
-	if len(k) != 1 {
-		return "", fmt.Errorf("%s: no vmlinuz in the package", deb)
+	if k := findVmlinuz(kdir); k != "" {
+		return k, nil
 	}
-	return k[0], nil
+	return "", fmt.Errorf("%s: %s not extracted", deb, member)
+}
+
+// vmlinuzIn names the kernel image in a package: /boot/vmlinuz-<version>, or
+// /usr/lib/modules/<version>/vmlinuz (forky).
+func vmlinuzIn(deb string) (string, error) {
+	out, err := exec.Command("dpkg-deb", "-c", deb).Output()
+	if err != nil {
+		return "", fmt.Errorf("dpkg-deb -c %s: %w", deb, err)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 || !strings.HasPrefix(f[0], "-") {
+			continue
+		}
+		p := f[len(f)-1]
+		if strings.HasPrefix(p, "./boot/vmlinuz-") || (strings.HasPrefix(p, "./usr/lib/modules/") && strings.HasSuffix(p, "/vmlinuz")) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s holds no kernel image", deb)
+}
+
+func findVmlinuz(dir string) string {
+	for _, g := range []string{"boot/vmlinuz-*", "usr/lib/modules/*/vmlinuz"} {
+		if k, _ := filepath.Glob(filepath.Join(dir, g)); len(k) == 1 {
+			return k[0]
+		}
+	}
+	return ""
 }
 
 // download fetches a package into dir unless a version of it is there.

@@ -91,12 +91,10 @@ func direct(r *report.Result, v2 string) {
 			got = sum(c.CPUNs)
 		}
 		d.Reads = append(d.Reads, [3]uint64{before, got, after})
-		mid := float64(before+after) / 2
-		switch {
-		case d.LiveErr == "" && (got < before || got > after+1000):
+		// cpu.stat cannot be read at the instant of the map read: the sum
+		// must lie between the reads around it (+1 µs of truncation).
+		if d.LiveErr == "" && (got < before || got > after+1000) {
 			fail("read %d: per-core %d ns outside cpu.stat [%d, %d]", i, got, before, after)
-		case d.LiveErr == "" && math.Abs(float64(got)-mid) > 0.01*mid:
-			fail("read %d: per-core %d ns more than 1%% from cpu.stat %.0f", i, got, mid)
 		}
 	}
 	burn.Wait()
