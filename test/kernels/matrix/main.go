@@ -87,7 +87,8 @@ func main() {
 	table := render(rows)
 	fmt.Print(table)
 	os.WriteFile(filepath.Join(*work, "matrix.md"), []byte(table), 0o644)
-	fmt.Printf("\nkernel matrix: %s in %s (console logs in %s/logs)\n", verdict(map[bool][]string{true: {"failed"}}[failed]), time.Since(start).Round(time.Second), *work)
+	fmt.Printf("\nkernel matrix: %s in %s, of which %s waiting for other VMs (console logs in %s/logs)\n",
+		verdict(map[bool][]string{true: {"failed"}}[failed]), time.Since(start).Round(time.Second), lockWait.Round(time.Second), *work)
 	if failed {
 		os.Exit(1)
 	}
@@ -117,6 +118,9 @@ func build(bin string) error {
 	return nil
 }
 
+// lockWait is the time spent waiting for other engineers' VMs.
+var lockWait time.Duration
+
 // vm boots one kernel and says how long qemu ran (not counting the wait for
 // the lock). Under TCG some boots die before userspace (an early Oops was
 // seen about one boot in six): those are retried once.
@@ -129,12 +133,14 @@ func vm(work string, b boot, vmlinuz, initrd string) (*report.Result, string, ti
 		name += "-nobtf"
 		appendArgs += " jobscope.nobtf=1"
 	}
+	waitFrom := time.Now()
 	unlock, err := lock("/tmp/jobscope-vm.lock")
 	if err != nil {
 		return nil, "", 0, err
 	}
 	defer unlock()
 	t0 := time.Now()
+	lockWait += t0.Sub(waitFrom)
 	var out []byte
 	for try := 0; try < 2; try++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
