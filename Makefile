@@ -41,14 +41,16 @@ DEMO_FLAGS = --web.listen-address=$(DEMO_ADDR) \
 	--power.ipmi=command --power.ipmi-command="cat testdata/power/ipmi/good.txt" --power.emissions.country=FR \
 	--gpu.backend=fake --gpu.fake-file=testdata/gpu/demo.json --gpu.job-mapping-dir=testdata/gpu/demo-mapping
 
-# Test tools: promtool (Debian's prometheus package) checks every golden.
-# As root it is installed when missing; otherwise the promtool checks are
-# skipped with a log line (CI runs as root, so there they are required).
+# Test tools: promtool (Debian's prometheus package) checks every golden;
+# chromium opens the job report's HTML page. As root they are installed
+# when missing; otherwise their checks are skipped with a log line (CI runs
+# as root, so there they are required).
 test-deps:
 	@command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } || echo "note: promtool not installed (apt-get install prometheus as root): its checks are skipped"
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; } || echo "note: chromium not installed (apt-get install chromium as root): the report's browser test is skipped"
 
 test: test-deps
-	JOBSCOPE_REQUIRE_PROMTOOL=$(shell command -v promtool >/dev/null && echo 1) $(GO) test -count=1 ./...
+	JOBSCOPE_REQUIRE_PROMTOOL=$$(command -v promtool >/dev/null && echo 1) JOBSCOPE_REQUIRE_CHROMIUM=$$(command -v chromium >/dev/null && echo 1) $(GO) test -count=1 ./...
 	CGO_ENABLED=0 $(GO) build -tags nogpu -o /dev/null ./...
 	$(GO) vet ./...
 
