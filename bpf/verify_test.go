@@ -28,7 +28,7 @@ func needRoot(t testing.TB) {
 func TestVerifierAcceptsEveryProgram(t *testing.T) {
 	needRoot(t)
 	if err := raiseMemlock(); err != nil {
-		t.Fatal(err)
+		t.Logf("RLIMIT_MEMLOCK stays (%v): kernels from 5.11 do not use it", err)
 	}
 	for _, sub := range []string{V1None, V1Cpuacct, V1Memory} {
 		checks, err := CheckPrograms(sub)
