@@ -4,6 +4,7 @@
 #   make e2e    real Slurm + real Prometheus end-to-end test (root; installs what it needs)
 #   make bench  scrape benchmarks on generated 128/512-job trees
 #   make lint   golangci-lint with the repository's .golangci.yml
+#   make kernel-matrix  load and check the BPF programs on Debian's kernels 5.10-7.2 under qemu
 
 GO        ?= go
 # One version for the binary and the packages, from git describe.
@@ -22,7 +23,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all build build-static demo test test-deps e2e bench bench-bpf generate docs fmt vet lint clean gpu-bundle \
+.PHONY: all build build-static demo test test-deps e2e bench bench-bpf kernel-matrix generate docs fmt vet lint clean gpu-bundle \
 	package package-deps package-test package-test-deps
 
 all: build
@@ -97,6 +98,16 @@ bench: build
 # perf bench sched pipe with and without jobscope (root).
 bench-bpf:
 	JOBSCOPE_BENCH_BPF=1 $(GO) test ./bpf/ -run '^TestBenchBPF$$' -count=1 -v
+
+# Boots Debian's kernels 5.10, 6.1 (also without BTF), 6.12 and 7.2 under
+# qemu (TCG) with an initramfs holding test/kernels/vmcheck, checks this
+# machine's kernel too, and prints the table docs/ebpf.md shows. Kernel
+# packages and images are cached in $(KERNEL_WORK). Root (cgroups, BPF).
+KERNEL_WORK ?= /var/tmp/jobscope-kernels
+kernel-matrix:
+	[ "$$(id -u)" = 0 ]
+	command -v qemu-system-x86_64 >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-system-x86 >/dev/null; }
+	$(GO) run ./test/kernels/matrix -work $(KERNEL_WORK)
 
 # The real-GPU harness (docs/gpu.md, "Verified on real hardware"): what a
 # GPU machine needs to run `bash .gpurun/run.sh` as root. CI has no GPU.

@@ -189,7 +189,8 @@ func (e *Exporter) runOne(s *Scrape, rc chan<- result) {
 	case errors.Is(err, ErrNoData):
 		e.problems.Report(s.name, "no_data", err)
 	case errors.Is(err, ErrUnavailable):
-		e.problems.Report(s.name, "unavailable", err)
+		// Its cause was logged once when the collector was built.
+		e.problems.ReportLogged(s.name, "unavailable")
 	default:
 		e.problems.Report(s.name, "collect_failed", err)
 	}

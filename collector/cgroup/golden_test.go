@@ -8,7 +8,6 @@ import (
 
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/collectortest"
-	"github.com/jobscope/jobscope/collector/discovery"
 	"github.com/jobscope/jobscope/internal/testutil"
 )
 
@@ -17,14 +16,7 @@ import (
 func fixtureExporter(t testing.TB, node string) (*collector.Exporter, *collector.Problems) {
 	t.Helper()
 	root := filepath.Join("..", "..", "testdata", node)
-	layout, err := discovery.DetectLayout(filepath.Join(root, "cgroup"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	disc := discovery.New(discovery.Config{
-		Layout: layout, ProcFS: filepath.Join(root, "proc"), PropsDir: filepath.Join(root, "props"),
-		LookupUser: collectortest.LookupUser, ProcOwner: collectortest.FixtureOwner,
-	})
+	disc := collectortest.Discoverer(t, root)
 	problems := collector.NewProblems(nil)
 	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys")})
 	exp := collector.NewExporter(map[string]collector.Collector{"cgroup": c}, collector.Options{Discoverer: disc, Problems: problems, Info: collector.BuildInfo{Version: "test", Revision: "test", GoVersion: "go"}})

@@ -5,7 +5,9 @@ package collectortest
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"sync/atomic"
+	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -47,4 +49,18 @@ func Scrape(ctx context.Context, name string, jobs []*discovery.Job, p *collecto
 func ScrapeWith(ctx context.Context, name string, o collector.ScrapeOptions) *collector.Scrape {
 	o.Serial = serial.Add(1)
 	return collector.NewScrape(ctx, name, o)
+}
+
+// Discoverer is job discovery over a fixture node at root
+// ({cgroup,proc,props} under it), with the fixture users.
+func Discoverer(t testing.TB, root string) *discovery.Discoverer {
+	t.Helper()
+	layout, err := discovery.DetectLayout(filepath.Join(root, "cgroup"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return discovery.New(discovery.Config{
+		Layout: layout, ProcFS: filepath.Join(root, "proc"), PropsDir: filepath.Join(root, "props"),
+		LookupUser: LookupUser, ProcOwner: FixtureOwner,
+	})
 }

@@ -24,15 +24,7 @@ import (
 func gpuFixture(t testing.TB, node string, open func(gpu.Config) (gpu.Backend, error)) (*collector.Exporter, *collector.Problems) {
 	t.Helper()
 	root := filepath.Join("..", "..", "testdata", "gpu", node)
-	layout, err := discovery.DetectLayout(filepath.Join(root, "cgroup"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	disc := discovery.New(discovery.Config{
-		Layout: layout, ProcFS: filepath.Join(root, "proc"), PropsDir: filepath.Join(root, "props"),
-		LookupUser: collectortest.LookupUser,
-		ProcOwner:  collectortest.FixtureOwner,
-	})
+	disc := collectortest.Discoverer(t, root)
 	env := &collector.Env{ProcFS: filepath.Join(root, "proc")}
 	c, err := build(env, Options{Backend: "auto", MappingDir: filepath.Join(root, "mapping"), Open: open})
 	if err != nil {
