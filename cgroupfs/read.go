@@ -23,21 +23,10 @@ const maxFile = 256 << 10
 // It is not safe for concurrent use: give each worker its own.
 type Reader struct {
 	buf []byte
-	// fault, when set, is asked before each open; tests use it to fake
-	// errors root cannot get (permission denied) or to remove a cgroup
-	// mid-scrape.
-	fault func(path string) error
 }
 
 // NewReader returns a Reader with a small initial buffer.
 func NewReader() *Reader { return &Reader{buf: make([]byte, 8<<10)} }
-
-// NewReaderWithFault is NewReader with a fault hook (tests).
-func NewReaderWithFault(fault func(path string) error) *Reader {
-	r := NewReader()
-	r.fault = fault
-	return r
-}
 
 // Dir is an open cgroup directory; files are opened relative to it.
 type Dir struct {
@@ -47,11 +36,6 @@ type Dir struct {
 
 // OpenDir opens a cgroup directory for reading its files.
 func (r *Reader) OpenDir(path string) (Dir, error) {
-	if r.fault != nil {
-		if err := r.fault(path); err != nil {
-			return Dir{fd: -1}, err
-		}
-	}
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return Dir{fd: -1}, &os.PathError{Op: "open", Path: path, Err: err}
@@ -81,11 +65,6 @@ func (d Dir) Path() string { return d.path }
 func (r *Reader) ReadIn(d Dir, name string) ([]byte, error) {
 	// The path is built only when needed: a scrape reads thousands of files.
 	path := func() string { return d.path + "/" + name }
-	if r.fault != nil {
-		if err := r.fault(path()); err != nil {
-			return nil, err
-		}
-	}
 	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path(), Err: err}

@@ -3,6 +3,7 @@ package cgroup
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/sys/unix"
 
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/collectortest"
@@ -37,7 +39,7 @@ type badRun struct {
 	logs     *bytes.Buffer
 }
 
-func newBadRun(t *testing.T, root string, fault func(string) error) *badRun {
+func newBadRun(t *testing.T, root string) *badRun {
 	t.Helper()
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
@@ -47,7 +49,7 @@ func newBadRun(t *testing.T, root string, fault func(string) error) *badRun {
 		ProcOwner: collectortest.FixtureOwner,
 	})
 	problems := collector.NewProblems(log)
-	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys"), Fault: fault})
+	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys")})
 	return &badRun{collector.NewExporter(map[string]collector.Collector{"cgroup": c}, collector.Options{Discoverer: disc, Problems: problems, Logger: log}), problems, logs}
 }
 
@@ -91,7 +93,7 @@ func TestBadCgroupFiles(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(root, job100, tc.file), []byte(tc.content), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			r := newBadRun(t, root, nil)
+			r := newBadRun(t, root)
 			for range 3 {
 				out := r.scrape(t)
 				if got := countSeries(out, `jobscope_scrape_collector_success{collector="cgroup"} 1`); got != 1 {
@@ -117,15 +119,42 @@ func TestBadCgroupFiles(t *testing.T) {
 	}
 }
 
+// denyRead makes path unreadable, to root too: as root it becomes a link
+// to a write-only sysfs attribute (kernfs refuses a read by the file's mode
+// whatever the capabilities), otherwise its mode is 000.
+func denyRead(t *testing.T, path string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if err := os.Chmod(path, 0); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	attrs, _ := filepath.Glob("/sys/bus/*/uevent")
+	for _, a := range attrs {
+		f, err := os.Open(a)
+		if err == nil {
+			f.Close()
+			continue
+		}
+		if !errors.Is(err, fs.ErrPermission) {
+			continue
+		}
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(a, path); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Skip("no write-only sysfs attribute to stand for a file root cannot read")
+}
+
 func TestPermissionDenied(t *testing.T) {
 	root := badNode(t)
-	denied := filepath.Join(root, job100, "memory.stat")
-	r := newBadRun(t, root, func(p string) error {
-		if p == denied {
-			return &fs.PathError{Op: "open", Path: p, Err: fs.ErrPermission}
-		}
-		return nil
-	})
+	denyRead(t, filepath.Join(root, job100, "memory.stat"))
+	r := newBadRun(t, root)
 	out := r.scrape(t)
 	if countSeries(out, `slurm_job_memory_stat_bytes{account="physics"`) != 0 {
 		t.Error("memory.stat series of the denied file present")
@@ -143,17 +172,48 @@ func TestPermissionDenied(t *testing.T) {
 func TestJobRemovedMidScrape(t *testing.T) {
 	root := badNode(t)
 	jobDir := filepath.Join(root, job100)
-	removed := false
-	r := newBadRun(t, root, func(p string) error {
-		// Remove the job after its directory was opened, before its
-		// second file is read.
-		if strings.HasPrefix(p, jobDir+"/memory.peak") && !removed {
-			removed = true
-			return os.RemoveAll(jobDir)
+	// memory.peak becomes a FIFO: the collector's read of it waits until
+	// this test has removed the job, so the removal falls between the job's
+	// files, after its directory was opened.
+	peak := filepath.Join(jobDir, "memory.peak")
+	if err := os.Remove(peak); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(peak, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	removed := make(chan error, 1)
+	go func() {
+		w, err := os.OpenFile(peak, os.O_WRONLY, 0) // returns once the collector opens it
+		if err != nil {
+			removed <- err
+			return
 		}
-		return nil
-	})
+		defer w.Close()
+		if err := os.RemoveAll(jobDir); err != nil {
+			removed <- err
+			return
+		}
+		_, err = w.WriteString("1048576\n")
+		removed <- err
+	}()
+	r := newBadRun(t, root)
 	out := r.scrape(t)
+	select {
+	case err := <-removed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	default:
+		// Let the writer go, then fail.
+		if f, err := os.OpenFile(peak, os.O_RDONLY|unix.O_NONBLOCK, 0); err == nil {
+			defer f.Close()
+		}
+		t.Fatal("the collector never read memory.peak")
+	}
+	if countSeries(out, `slurm_job_memory_peak_bytes{account="physics",jobid="100"`) != 1 {
+		t.Error("memory.peak, read before the removal, not reported")
+	}
 	if countSeries(out, `slurm_job_memory_usage_bytes{account="chemistry",jobid="101"`) != 1 {
 		t.Error("other jobs lost")
 	}
@@ -169,7 +229,7 @@ func TestJobRemovedMidScrape(t *testing.T) {
 		}
 	}
 	// Next scrape: the job is gone entirely.
-	r2 := newBadRun(t, root, nil)
+	r2 := newBadRun(t, root)
 	if out := r2.scrape(t); countSeries(out, `slurm_job_info{account="physics"`) != 0 {
 		t.Error("removed job still listed")
 	}
@@ -198,7 +258,7 @@ func TestThousandsOfJobs(t *testing.T) {
 }
 
 // newBadRunV1 is newBadRun over a v1 fixture copy.
-func newBadRunV1(t *testing.T, root string, fault func(string) error) *badRun {
+func newBadRunV1(t *testing.T, root string) *badRun {
 	t.Helper()
 	layout, err := discovery.DetectLayout(filepath.Join(root, "cgroup"), "")
 	if err != nil {
@@ -209,7 +269,7 @@ func newBadRunV1(t *testing.T, root string, fault func(string) error) *badRun {
 	disc := discovery.New(discovery.Config{Layout: layout, ProcFS: filepath.Join(root, "proc"),
 		LookupUser: collectortest.LookupUser})
 	problems := collector.NewProblems(log)
-	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys"), Fault: fault})
+	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys")})
 	return &badRun{collector.NewExporter(map[string]collector.Collector{"cgroup": c}, collector.Options{Discoverer: disc, Problems: problems, Logger: log}), problems, logs}
 }
 
@@ -227,7 +287,7 @@ func TestV1MemoryStatRepeatedKey(t *testing.T) {
 	if err := os.WriteFile(stat, append(b, "total_rss 7\ntotal_swap 9\n"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := newBadRunV1(t, root, nil).scrape(t)
+	out := newBadRunV1(t, root).scrape(t)
 	if n := countSeries(out, `slurm_job_memory_stat_bytes{account="chemistry",jobid="3",type="anon"`); n != 1 {
 		t.Errorf("anon series of job 3: %d, want 1", n)
 	}

@@ -35,9 +35,6 @@ func Factory() collector.Factory {
 type CgroupOptions struct {
 	Workers int
 	SysFS   string // for block device names
-	// Fault, when set, is asked before each open (tests fake permission
-	// errors and vanishing cgroups).
-	Fault func(path string) error
 	// Now is the clock of the static-file cache (tests set it).
 	Now func() time.Time
 	// PerCoreFromEBPF leaves slurm_job_cpu_core_seconds_total to the ebpf
@@ -67,12 +64,7 @@ func NewCgroupCollector(opts CgroupOptions) collector.Collector {
 	}
 	c := &cgroupCollector{opts: opts, d: newCgroupDescs(), devices: newDeviceNames(opts.SysFS), pairs: collector.NewPairCache(),
 		state: collector.NewState(newJobState)}
-	c.readers.New = func() any {
-		if opts.Fault != nil {
-			return cgroupfs.NewReaderWithFault(opts.Fault)
-		}
-		return cgroupfs.NewReader()
-	}
+	c.readers.New = func() any { return cgroupfs.NewReader() }
 	return c
 }
 

@@ -4,8 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/jobscope/jobscope/internal/testutil"
 )
@@ -33,30 +34,46 @@ func interleavings() [][]string {
 	return out
 }
 
-// pauser stops a scrape at the open of one file until the test lets it go.
+// pauser makes each scrape stop at the open of one file until the test
+// lets it go: the file is a FIFO, fresh for each scrape, whose open waits
+// for the test to open its other end, and whose read waits for the test to
+// write.
 type pauser struct {
-	mu      sync.Mutex
-	path    string
-	on      bool
-	arrived chan chan struct{}
+	t    *testing.T
+	path string
 }
 
-func (p *pauser) fault(path string) error {
-	p.mu.Lock()
-	hit := p.on && path == p.path
-	p.mu.Unlock()
-	if hit {
-		release := make(chan struct{})
-		p.arrived <- release
-		<-release
+// arrive starts scrape and returns once it waits at the file; the returned
+// func lets it read the file ("3") and finish.
+func (p *pauser) arrive(scrape func()) (release func()) {
+	p.t.Helper()
+	// A fresh FIFO: a scrape already paused keeps the one it opened.
+	if err := os.Remove(p.path); err != nil && !os.IsNotExist(err) {
+		p.t.Fatal(err)
 	}
-	return nil
+	if err := unix.Mkfifo(p.path, 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+	go scrape()
+	w, err := os.OpenFile(p.path, os.O_WRONLY, 0) // returns once the scrape opens it
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return func() {
+		if _, err := w.WriteString("3\n"); err != nil {
+			p.t.Error(err)
+		}
+		w.Close()
+	}
 }
 
-func (p *pauser) set(on bool) {
-	p.mu.Lock()
-	p.on = on
-	p.mu.Unlock()
+// plain puts a regular file back, for scrapes that do not pause.
+func (p *pauser) plain() {
+	p.t.Helper()
+	_ = os.Remove(p.path)
+	if err := os.WriteFile(p.path, []byte("3\n"), 0o644); err != nil {
+		p.t.Fatal(err)
+	}
 }
 
 // Two scrapes that overlap, in every order: the v1 OOM count that ended
@@ -79,9 +96,9 @@ func TestOverlappingScrapesKeepV1Events(t *testing.T) {
 			if err := os.MkdirAll(pids, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			_ = os.WriteFile(filepath.Join(pids, "pids.current"), []byte("3\n"), 0o644)
-			p := &pauser{path: filepath.Join(pids, "pids.current"), arrived: make(chan chan struct{})}
-			r := newBadRunV1(t, root, p.fault)
+			p := &pauser{t: t, path: filepath.Join(pids, "pids.current")}
+			p.plain()
+			r := newBadRunV1(t, root)
 			oom := func(out string) string {
 				for _, l := range strings.Split(out, "\n") {
 					if strings.HasPrefix(l, `slurm_job_memory_events_total{account="chemistry",event="oom_kill",jobid="3"`) {
@@ -96,9 +113,8 @@ func TestOverlappingScrapesKeepV1Events(t *testing.T) {
 			if err := os.RemoveAll(filepath.Join(job, "step_batch")); err != nil {
 				t.Fatal(err)
 			}
-			p.set(true)
 			type run struct {
-				release chan struct{}
+				release func()
 				done    chan string
 			}
 			runs := map[string]*run{}
@@ -108,15 +124,14 @@ func TestOverlappingScrapesKeepV1Events(t *testing.T) {
 				if what == "mid" {
 					rn := &run{done: make(chan string, 1)}
 					runs[name] = rn
-					go func() { rn.done <- oom(r.scrape(t)) }()
-					rn.release = <-p.arrived
+					rn.release = p.arrive(func() { rn.done <- oom(r.scrape(t)) })
 					continue
 				}
 				rn := runs[name]
-				close(rn.release)
+				rn.release()
 				seen = append(seen, name+"="+<-rn.done)
 			}
-			p.set(false)
+			p.plain()
 			seen = append(seen, "after="+oom(r.scrape(t)))
 			for _, s := range seen {
 				if !strings.HasSuffix(s, "=5") {
@@ -125,32 +140,5 @@ func TestOverlappingScrapesKeepV1Events(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// A panic in one of the collector's worker goroutines (here: while reading
-// one job's file) is recovered, counted as cause "panic", and costs that
-// collector's success only: the scrape answers, the other job is whole.
-func TestWorkerPanicKeepsScrape(t *testing.T) {
-	root := badNode(t)
-	boom := filepath.Join(root, job100, "memory.stat")
-	r := newBadRun(t, root, func(p string) error {
-		if p == boom {
-			panic("worker panic")
-		}
-		return nil
-	})
-	out := r.scrape(t)
-	if !strings.Contains(out, `jobscope_scrape_collector_success{collector="cgroup"} 0`) {
-		t.Errorf("cgroup success after a worker panic:\n%s", out)
-	}
-	if got := r.problems.Count("cgroup", "panic"); got != 1 {
-		t.Errorf("panic counted %v times, want 1", got)
-	}
-	if countSeries(out, `slurm_job_memory_usage_bytes{account="chemistry",jobid="101"`) != 1 {
-		t.Error("the other job lost its series")
-	}
-	if n := strings.Count(r.logs.String(), "cause=panic"); n != 1 {
-		t.Errorf("panic logged %d times, want once", n)
 	}
 }

@@ -16,7 +16,7 @@ func TestV1EventsSummedAndMonotonic(t *testing.T) {
 		t.Fatalf("%v %s", err, out)
 	}
 	job := filepath.Join(root, "cgroup", "memory", "slurm_vm", "uid_1002", "job_3")
-	r := newBadRunV1(t, root, nil)
+	r := newBadRunV1(t, root)
 	oom := func() string {
 		out := r.scrape(t)
 		for _, l := range strings.Split(out, "\n") {
