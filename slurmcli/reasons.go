@@ -105,7 +105,7 @@ func BoundedText(s string, max int) string {
 	for cut > 0 && !utf8Start(out[cut]) {
 		cut--
 	}
-	return out[:cut] + ellipsis
+	return strings.TrimRight(out[:cut], " ") + ellipsis
 }
 
 func utf8Start(c byte) bool { return c&0xC0 != 0x80 }

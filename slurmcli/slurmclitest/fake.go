@@ -60,18 +60,20 @@ func (b *Bin) Script(name, body string) {
 // captures named <command>-...-<when> in dir (testdata/slurm/<version>):
 // squeue answers --json with JSON and anything else with its -O text;
 // scontrol answers show reservation and show licenses (text, or JSON with
-// --json) and else show node -o. A capture that does not exist makes the
-// command fail. sacct is left to Sacct: its queries reach slurmdbd, so
+// --json) and else show node -o. Where a version has no --json, the
+// capture is what it said instead (<file>.json.stderr, exit status 1); a
+// capture that does not exist makes the command fail. sacct is left to Sacct: its queries reach slurmdbd, so
 // tests opt in.
 func (b *Bin) Fixtures(dir, when string) {
 	b.t.Helper()
 	f := b.quoted(dir)
 	b.Script("squeue", `case "$1" in --json) exec cat `+f("squeue-"+when+".json")+`;; *) exec cat `+f("squeue-O-"+when+".txt")+`;; esac`)
 	b.Script("sinfo", "exec cat "+f("sinfo-"+when+".json"))
-	b.Script("scontrol", `case "$*" in
-*reservation*--json*) exec cat `+f("scontrol-show-res-"+when+".json")+`;;
+	b.Script("scontrol", `json() { [ -e "$1.stderr" ] && [ ! -e "$1" ] && { cat "$1.stderr" >&2; exit 1; }; exec cat "$1"; }
+case "$*" in
+*reservation*--json*) json `+f("scontrol-show-res-"+when+".json")+`;;
 *reservation*) exec cat `+f("scontrol-show-res-"+when+".txt")+`;;
-*licenses*--json*) exec cat `+f("scontrol-show-lic-"+when+".json")+`;;
+*licenses*--json*) json `+f("scontrol-show-lic-"+when+".json")+`;;
 *licenses*) exec cat `+f("scontrol-show-lic-"+when+".txt")+`;;
 *) exec cat `+f("scontrol-show-node-o-"+when+".txt")+`;;
 esac`)

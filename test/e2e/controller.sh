@@ -59,6 +59,11 @@ ctl_capture() {
 	scontrol -o show node >"$d/scontrol-show-node-o-busy.txt"
 	scontrol -o show reservation >"$d/scontrol-show-res-busy.txt"
 	scontrol -o show licenses >"$d/scontrol-show-lic-busy.txt"
+	# 22.05 has no --json here: what it says instead is the capture.
+	scontrol show reservation --json >"$d/scontrol-show-res-busy.json" 2>"$d/scontrol-show-res-busy.json.stderr" ||
+		rm "$d/scontrol-show-res-busy.json"
+	scontrol show licenses --json >"$d/scontrol-show-lic-busy.json" 2>"$d/scontrol-show-lic-busy.json.stderr" ||
+		rm "$d/scontrol-show-lic-busy.json"
 	sshare -a -P -l >"$d/sshare-busy.txt"
 	sdiag >"$d/sdiag-busy.txt"
 	sacct -a -X -P -s "$states" -S "$(date -d @"$T0" +%Y-%m-%dT%H:%M:%S)" -E now \
