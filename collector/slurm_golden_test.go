@@ -134,6 +134,27 @@ var slurm2411Queue = map[string]float64{
 	`slurm_jobs_ended_total{account="physics",partition="debug",state="cancelled"}`:       1,
 }
 
+// slurm2605 are read off the 26.05 "running" capture (forky VM, 00:13): the
+// cluster of 24.11's, job numbers shifted (job 14 holds the fluent pool).
+var slurm2605 = map[string]float64{
+	`slurm_cluster_node_info{features="",node="node2",partitions="batch",reason="disk replaced, burn-in pending",state="drained"}`: 1,
+	`slurm_cluster_node_cpu_load{node="node1"}`: 0.67,
+	`slurm_reservation_info{accounts="",flags="ignore_jobs,spec_nodes",nodes="node2",partition="",reservation="node2_alice",state="active",users="alice"}`:                       1,
+	`slurm_reservation_info{accounts="",flags="maint,ignore_jobs,spec_nodes,all_nodes",nodes="node[1-2]",partition="",reservation="maint_window",state="inactive",users="root"}`: 1,
+	`slurm_reservation_cpus_allocated{reservation="maint_window"}`: 4,
+	`slurm_license_used{license="fluent"}`:                         2,
+	`slurm_license_used{license="matlab"}`:                         1,
+}
+
+var slurm2605Queue = map[string]float64{
+	`slurm_queue_jobs_pending{partition="batch",reason="Resources"}`:                      1,
+	`slurm_queue_jobs_pending{partition="batch",reason="Licenses"}`:                       1,
+	`slurm_queue_jobs_pending{partition="batch",reason="JobArrayTaskLimit"}`:              2,
+	`slurm_queue_jobs_pending{partition="debug",reason="BeginTime"}`:                      1,
+	`slurm_jobs_ended_total{account="chemistry",partition="batch",state="out_of_memory"}`: 1,
+	`slurm_jobs_ended_total{account="physics",partition="debug",state="cancelled"}`:       1,
+}
+
 // TestSlurmGolden renders the whole controller output of each capture set,
 // from the JSON forms (auto) and from the text forms, against a golden and
 // values read off the captures by hand.
@@ -162,10 +183,16 @@ func TestSlurmGolden(t *testing.T) {
 			[]string{"--slurm.sacct.since=2026-11-25T00:00:00"}, []map[string]float64{slurmBusy2205, slurmBusy2205Text}},
 		{"24.11-running", "24.11", "running", slurmcli.FormatAuto, utc("2026-11-24T23:38:00"), utc("2026-11-24T23:40:00"),
 			[]string{"--slurm.sacct.since=2026-11-24T23:00:00"}, []map[string]float64{slurm2411, slurm2411Queue}},
-		// The 24.11 captures have no squeue -O text: the queue stays JSON-only.
+		// The 24.11 and 26.05 captures have no squeue -O text: their queue
+		// is checked in JSON only.
 		{"24.11-running-text", "24.11", "running", slurmcli.FormatText, utc("2026-11-24T23:38:00"), utc("2026-11-24T23:40:00"),
 			[]string{"--slurm.sacct.since=2026-11-24T23:00:00", "--collector.slurm_jobs=false", "--collector.slurm_queue_wait=false"},
 			[]map[string]float64{slurm2411}},
+		{"26.05-running", "26.05", "running", slurmcli.FormatAuto, utc("2026-11-25T00:12:00"), utc("2026-11-25T00:14:00"),
+			[]string{"--slurm.sacct.since=2026-11-25T00:00:00"}, []map[string]float64{slurm2605, slurm2605Queue}},
+		{"26.05-running-text", "26.05", "running", slurmcli.FormatText, utc("2026-11-25T00:12:00"), utc("2026-11-25T00:14:00"),
+			[]string{"--slurm.sacct.since=2026-11-25T00:00:00", "--collector.slurm_jobs=false", "--collector.slurm_queue_wait=false"},
+			[]map[string]float64{slurm2605}},
 	} {
 		t.Run(c.golden, func(t *testing.T) {
 			dir := filepath.Join("..", "testdata", "slurm", c.dir)

@@ -15,11 +15,31 @@ import (
 // licenses matlab:4 and fluent:2). See testdata/slurm/README.md.
 
 func TestParseReservations(t *testing.T) {
-	text, err := ParseReservationsText(openFixture(t, "../24.11/scontrol-show-res-running.txt"), time.Local)
+	for _, v := range []string{"24.11", "26.05"} {
+		t.Run(v, func(t *testing.T) { testReservations(t, "../"+v+"/") })
+	}
+	busy, err := ParseReservationsText(openFixture(t, "scontrol-show-res-busy.txt"), time.UTC)
+	if err != nil || len(busy) != 1 || busy[0].Name != "e2e_maint" || busy[0].CPUs != 2 || busy[0].Nodes != "vm" ||
+		!busy[0].Start.Equal(time.Date(2026, 11, 25, 0, 43, 8, 0, time.UTC)) {
+		t.Errorf("22.05 busy: %+v, %v", busy, err)
+	}
+	for _, none := range []string{"No reservations in the system\n", ""} {
+		if r, err := ParseReservationsText(strings.NewReader(none), time.UTC); err != nil || len(r) != 0 {
+			t.Errorf("%q: %v, %v", none, r, err)
+		}
+	}
+	if _, err := ParseReservationsText(strings.NewReader("ReservationName=x StartTime=soon EndTime=later\n"), time.UTC); err == nil {
+		t.Error("unreadable times accepted")
+	}
+}
+
+// testReservations: a version's text and JSON give the same reservations.
+func testReservations(t *testing.T, dir string) {
+	text, err := ParseReservationsText(openFixture(t, dir+"scontrol-show-res-running.txt"), time.Local)
 	if err != nil {
 		t.Fatal(err)
 	}
-	js, err := ParseReservationsJSON(openFixture(t, "../24.11/scontrol-show-res-running.json"))
+	js, err := ParseReservationsJSON(openFixture(t, dir+"scontrol-show-res-running.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,36 +65,28 @@ func TestParseReservations(t *testing.T) {
 	if !reflect.DeepEqual(got, want) || text[1].End.Sub(text[1].Start) != time.Hour {
 		t.Errorf("maint_window %+v, want %+v", text[1], want)
 	}
-	busy, err := ParseReservationsText(openFixture(t, "scontrol-show-res-busy.txt"), time.UTC)
-	if err != nil || len(busy) != 1 || busy[0].Name != "e2e_maint" || busy[0].CPUs != 2 || busy[0].Nodes != "vm" ||
-		!busy[0].Start.Equal(time.Date(2026, 11, 25, 0, 43, 8, 0, time.UTC)) {
-		t.Errorf("22.05 busy: %+v, %v", busy, err)
-	}
-	for _, none := range []string{"No reservations in the system\n", ""} {
-		if r, err := ParseReservationsText(strings.NewReader(none), time.UTC); err != nil || len(r) != 0 {
-			t.Errorf("%q: %v, %v", none, r, err)
-		}
-	}
-	if _, err := ParseReservationsText(strings.NewReader("ReservationName=x StartTime=soon EndTime=later\n"), time.UTC); err == nil {
-		t.Error("unreadable times accepted")
-	}
 }
 
 func TestParseLicenses(t *testing.T) {
-	for _, when := range []string{"running", "after"} {
-		text, err := ParseLicensesText(openFixture(t, "../24.11/scontrol-show-lic-"+when+".txt"))
+	for _, when := range []string{"24.11/running", "24.11/after", "26.05/running", "26.05/after"} {
+		v, w, _ := strings.Cut(when, "/")
+		text, err := ParseLicensesText(openFixture(t, "../"+v+"/scontrol-show-lic-"+w+".txt"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		js, err := ParseLicensesJSON(openFixture(t, "../24.11/scontrol-show-lic-"+when+".json"))
+		js, err := ParseLicensesJSON(openFixture(t, "../"+v+"/scontrol-show-lic-"+w+".json"))
 		if err != nil {
 			t.Fatal(err)
 		}
+		// 26.05's JSON lists them in another order than its text.
+		byName := func(l []License) { sort.Slice(l, func(i, j int) bool { return l[i].Name < l[j].Name }) }
+		byName(text)
+		byName(js)
 		if !reflect.DeepEqual(text, js) || len(text) != 2 {
 			t.Errorf("%s: text %+v, json %+v", when, text, js)
 		}
 	}
-	text, _ := ParseLicensesText(openFixture(t, "../24.11/scontrol-show-lic-running.txt"))
+	text, _ := ParseLicensesText(openFixture(t, "../24.11/scontrol-show-lic-running.txt")) // text order: fluent, matlab
 	if want := (License{Name: "fluent", Total: 2, Used: 2}); text[0] != want {
 		t.Errorf("fluent %+v, want %+v (job 12 holds both)", text[0], want)
 	}

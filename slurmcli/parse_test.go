@@ -156,7 +156,7 @@ func TestParseSqueueJSONNewerShapes(t *testing.T) {
 
 func TestParseNodesJSONAndTextAgree(t *testing.T) {
 	// 22.05's "nodes" list and 24.11's "sinfo" records against scontrol.
-	for _, when := range []string{"running", "after", "busy", "../24.11/running", "../24.11/after"} {
+	for _, when := range []string{"running", "after", "busy", "../24.11/running", "../24.11/after", "../26.05/running", "../26.05/after"} {
 		dir, w := filepath.Split(when)
 		fromJSON, err := ParseSinfoJSON(openFixture(t, dir+"sinfo-"+w+".json"))
 		if err != nil {
