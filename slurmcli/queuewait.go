@@ -92,13 +92,20 @@ type QueueTracker struct {
 	retention time.Duration
 
 	mu      sync.Mutex
-	last    time.Time // the latest squeue poll observed
-	started map[string]bool
+	last    time.Time           // the latest squeue poll observed
+	polls   uint64              // squeue polls observed
+	started map[startKey]uint64 // a start observed -> the latest poll listing it
 	waits   map[PartitionQOS]*Histogram
 
 	submitted float64
 	jobs      map[string]time.Time // raw id -> last seen
 	arrays    map[string]*arraySeen
+}
+
+// startKey is one start of a job (a requeued job starts again).
+type startKey struct {
+	rawID string
+	start int64
 }
 
 type arraySeen struct {
@@ -111,7 +118,7 @@ type arraySeen struct {
 // a job is remembered after it was last seen, so that sacct reporting it
 // later (its overlap included) does not count it again.
 func NewQueueTracker(start time.Time, retention time.Duration) *QueueTracker {
-	return &QueueTracker{start: start, retention: retention, started: map[string]bool{},
+	return &QueueTracker{start: start, retention: retention, started: map[startKey]uint64{},
 		waits: map[PartitionQOS]*Histogram{}, jobs: map[string]time.Time{}, arrays: map[string]*arraySeen{}}
 }
 
@@ -125,12 +132,13 @@ func (t *QueueTracker) ObserveQueue(jobs []Job, at time.Time) {
 		return
 	}
 	t.last = at
-	started := make(map[string]bool, len(t.started))
+	t.polls++
 	for _, j := range jobs {
 		if j.State != "PENDING" && j.Allocated && !j.Start.IsZero() && !j.Start.Before(t.start) {
-			k := j.RawID + "@" + j.Start.Format(time.RFC3339)
-			started[k] = true
-			if !t.started[k] {
+			k := startKey{j.RawID, j.Start.Unix()}
+			_, seen := t.started[k]
+			t.started[k] = t.polls
+			if !seen {
 				h := t.waits[PartitionQOS{j.Partition, j.QOS}]
 				if h == nil {
 					h = &Histogram{}
@@ -146,7 +154,11 @@ func (t *QueueTracker) ObserveQueue(jobs []Job, at time.Time) {
 		t.submit(j.RawID, j.ArrayJobID, j.ArrayTask, j.Submit, at)
 	}
 	// A job's start never comes back once squeue stops listing it.
-	t.started = started
+	for k, poll := range t.started {
+		if poll != t.polls {
+			delete(t.started, k)
+		}
+	}
 	t.prune(at)
 }
 

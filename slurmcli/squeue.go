@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -62,7 +63,7 @@ var SqueueJSONArgs = []string{"--json", "--all"}
 // and the requested TRES, Slurm's defaults applied, of a pending one (-o's
 // %m prints 0 for a job without --mem). The name, the one field users type
 // freely, comes last: a | in it stays in the last field.
-var squeueTextFields = []string{"JobArrayID", "JobID", "ArrayJobID", "ArrayTaskID", "State", "Reason",
+var squeueTextFields = [...]string{"JobArrayID", "JobID", "ArrayJobID", "ArrayTaskID", "State", "Reason",
 	"Partition", "UserName", "UserID", "Account", "QOS", "NumCPUs", "NumNodes", "tres-per-node", "tres-alloc",
 	"SubmitTime", "StartTime", "Name"}
 
@@ -203,6 +204,7 @@ func ParseSqueueTextIn(r io.Reader, loc *time.Location) ([]Job, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	var jobs []Job
+	var f [len(squeueTextFields)]string
 	line := 0
 	for sc.Scan() {
 		line++
@@ -210,9 +212,8 @@ func ParseSqueueTextIn(r io.Reader, loc *time.Location) ([]Job, error) {
 		if strings.TrimSpace(text) == "" {
 			continue
 		}
-		f := strings.SplitN(text, "|", len(squeueTextFields))
-		if len(f) < len(squeueTextFields) {
-			return nil, fmt.Errorf("squeue line %d: %d fields, want %d", line, len(f), len(squeueTextFields))
+		if n := splitFields(text, f[:]); n < len(f) {
+			return nil, fmt.Errorf("squeue line %d: %d fields, want %d", line, n, len(f))
 		}
 		j := Job{
 			ID: f[sqID], RawID: f[sqRawID], State: strings.ToUpper(f[sqState]), Reason: PendingReason(f[sqReason]),
@@ -247,9 +248,31 @@ func ParseSqueueTextIn(r io.Reader, loc *time.Location) ([]Job, error) {
 				j.GPUs = GresGPUs(g) * nodes
 			}
 		}
+		if len(jobs) == cap(jobs) {
+			// Double: append grows a large slice by a quarter, copying a
+			// 50,000-job queue five times over.
+			jobs = slices.Grow(jobs, max(len(jobs), 64))
+		}
 		jobs = append(jobs, j)
 	}
 	return jobs, sc.Err()
+}
+
+// splitFields splits s at '|' into dst, the last field taking the rest of
+// the line (the job name, which may hold '|'), and returns how many fields
+// it found.
+func splitFields(s string, dst []string) int {
+	n := 0
+	for n < len(dst)-1 {
+		i := strings.IndexByte(s, '|')
+		if i < 0 {
+			break
+		}
+		dst[n], s = s[:i], s[i+1:]
+		n++
+	}
+	dst[n] = s
+	return n + 1
 }
 
 // squeueTime reads a time squeue printed; N/A, Unknown and None are none.
@@ -258,5 +281,39 @@ func squeueTime(s string, loc *time.Location) (time.Time, error) {
 	case "", "N/A", "Unknown", "None":
 		return time.Time{}, nil
 	}
+	if t, ok := parseStamp(s, loc); ok {
+		return t, nil
+	}
 	return time.ParseInLocation(sacctTime, s, loc)
+}
+
+// parseStamp reads "2006-01-02T15:04:05" without time.Parse's generality:
+// a queue has two of them per job. ok is false for anything else (the
+// caller then lets time.Parse say what is wrong).
+func parseStamp(s string, loc *time.Location) (time.Time, bool) {
+	if len(s) != 19 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
+		return time.Time{}, false
+	}
+	num := func(i, n int) (int, bool) {
+		v := 0
+		for _, c := range []byte(s[i : i+n]) {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v, true
+	}
+	var v [6]int
+	for k, p := range [6][2]int{{0, 4}, {5, 2}, {8, 2}, {11, 2}, {14, 2}, {17, 2}} {
+		x, ok := num(p[0], p[1])
+		if !ok {
+			return time.Time{}, false
+		}
+		v[k] = x
+	}
+	if v[1] < 1 || v[1] > 12 || v[2] < 1 || v[2] > 31 || v[3] > 23 || v[4] > 59 || v[5] > 60 {
+		return time.Time{}, false
+	}
+	return time.Date(v[0], time.Month(v[1]), v[2], v[3], v[4], v[5], 0, loc), true
 }
