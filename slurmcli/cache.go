@@ -141,7 +141,7 @@ type Cache struct {
 }
 
 // EnableSacct makes refreshes count ended jobs with incremental sacct
-// queries (the opt-in sacct collector).
+// queries (the sacct collector).
 func (c *Cache) EnableSacct(s *SacctCounter) {
 	c.mu.Lock()
 	c.sacct = s

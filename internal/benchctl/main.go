@@ -89,7 +89,7 @@ func measure(name, bin, dir, format string, scrapes, jobs int) (time.Duration, e
 		return 0, err
 	}
 	cmd := exec.Command(bin, "--mode=controller", "--web.listen-address="+addr, "--slurm.bin-dir="+dir+"/bin",
-		"--slurm.format="+format, "--slurm.poll-interval=1s", "--slurm.command-timeout=5m", "--web.scrape-timeout=5m",
+		"--slurm.format="+format, "--slurm.poll-interval=4s", "--slurm.command-timeout=5m", "--web.scrape-timeout=5m",
 		"--log.level=error")
 	cmd.Env = append(os.Environ(), "TZ=UTC")
 	cmd.Stderr = os.Stderr
@@ -111,8 +111,9 @@ func measure(name, bin, dir, format string, scrapes, jobs int) (time.Duration, e
 	var ds []time.Duration
 	for range scrapes {
 		// Past the poll interval: this scrape starts a new poll, and all
-		// its collectors share that one.
-		time.Sleep(1100 * time.Millisecond)
+		// its collectors share that one (the interval must outlast a poll,
+		// or a collector late in the scrape starts another).
+		time.Sleep(4100 * time.Millisecond)
 		start := time.Now()
 		if body, err = scrape(url); err != nil {
 			return 0, err
