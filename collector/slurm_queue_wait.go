@@ -16,8 +16,8 @@ import (
 // mode): how long jobs wait, why, and how many are submitted.
 func SlurmQueueWaitFactory() Factory {
 	return Factory{
-		Name: "slurm_queue_wait",
-		Help: "How long pending jobs have waited (by partition), the waits of jobs that started (by partition and QOS), the most common pending reasons, and jobs submitted, from the squeue snapshot (cached) and, for jobs squeue never listed, sacct",
+		Name:      "slurm_queue_wait",
+		Help:      "How long pending jobs have waited (by partition), the waits of jobs that started (by partition and QOS), the most common pending reasons, and jobs submitted, from the squeue snapshot (cached) and, for jobs squeue never listed, sacct",
 		DefaultIn: []Mode{ModeController},
 		Descs:     func() []*prometheus.Desc { return newSlurmQueueWait(nil, 0).descs() },
 		Flags: func(fs *pflag.FlagSet) func(env *Env) (Collector, error) {
