@@ -5,7 +5,10 @@
 #   make bench  scrape benchmarks on generated 128/512-job trees
 
 GO        ?= go
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# One version for the binary and the packages, from git describe.
+ifndef VERSION
+VERSION   := $(shell sh contrib/packaging/version.sh)
+endif
 REVISION  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.revision=$(REVISION)
 DEMO_ADDR ?= 127.0.0.1:10817
@@ -15,7 +18,8 @@ BIN       := bin/jobscope
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all build build-static demo test test-deps e2e bench bench-controller bench-bpf generate docs fmt vet clean gpu-bundle
+.PHONY: all build build-static demo test test-deps e2e bench bench-controller bench-bpf generate docs fmt vet clean gpu-bundle \
+	package package-deps package-test package-test-deps
 
 all: build
 
@@ -46,6 +50,30 @@ test: test-deps
 	JOBSCOPE_REQUIRE_PROMTOOL=$(shell command -v promtool >/dev/null && echo 1) $(GO) test -count=1 ./...
 	CGO_ENABLED=0 $(GO) build -tags nogpu -o /dev/null ./...
 	$(GO) vet ./...
+
+# .deb and .rpm for each of PKG_ARCHES into dist/: jobscope (cgo, GPU
+# support) and jobscope-static (no cgo, no GPU support); nfpm comes from the
+# Go module proxy (contrib/packaging/build.sh).
+PKG_ARCHES ?= amd64 arm64
+PKG_DEPS   := binutils gzip $(if $(filter arm64,$(PKG_ARCHES)),gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+# The package test: rpm (Debian's), debootstrap, qemu-user (runs the arm64
+# binaries), bpftool (pins a map for the purge to remove), curl, systemd-container
+# (boots the chroot with systemd running).
+PKG_TEST_DEPS := rpm debootstrap qemu-user bpftool curl systemd-container
+
+package: package-deps
+	VERSION='$(VERSION)' REVISION='$(REVISION)' GO='$(GO)' bash contrib/packaging/build.sh $(PKG_ARCHES)
+
+# Checks every file of the packages in dist/ (make package first), then
+# installs, upgrades and purges them in a Debian 12 chroot (root).
+package-test: package-test-deps
+	VERSION='$(VERSION)' GO='$(GO)' bash test/package/run.sh
+
+package-deps package-test-deps:
+	@pkgs="$(if $(filter package-deps,$@),$(PKG_DEPS),$(PKG_TEST_DEPS))"; missing=; \
+	for p in $$pkgs; do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	[ -z "$$missing" ] || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; } || \
+		echo "note: missing$$missing (apt-get install them as root)"
 
 e2e: build
 	sudo -n true 2>/dev/null || [ "$$(id -u)" = 0 ]
@@ -93,4 +121,4 @@ vet:
 	$(GO) vet ./...
 
 clean:
-	rm -rf bin bench.out bench-controller.out .gpurun
+	rm -rf bin bench.out bench-controller.out .gpurun build dist

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # What the tests need from Debian: promtool (prometheus), and for the eBPF
-# tests and `make generate`: clang, llvm, bpftool, libbpf-dev, linux-perf.
+# tests and `make generate`: clang, llvm, bpftool, libbpf-dev, linux-perf;
+# groff-base checks the man page. `make package`: the arm64 C cross compiler
+# (cgo, so GPU support) and binutils; `make package-test`: Debian's rpm,
+# debootstrap, qemu-user (runs the arm64 binaries), systemd-container.
 set -euo pipefail
-pkgs=(prometheus clang llvm bpftool libbpf-dev linux-perf)
+pkgs=(prometheus clang llvm bpftool libbpf-dev linux-perf groff-base
+	binutils gcc-aarch64-linux-gnu libc6-dev-arm64-cross rpm debootstrap qemu-user curl systemd-container)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

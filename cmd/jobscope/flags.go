@@ -24,7 +24,7 @@ type options struct {
 	nodeMeta                       nodeMetaOptions
 	scontrolFallback               bool          // deprecated: see nodeMetaOptions
 	scontrolTimeout                time.Duration // deprecated
-	version                        bool
+	version, helpMan               bool
 }
 
 // nodeMetaOptions configure node mode's background squeue for job metadata.
@@ -59,6 +59,9 @@ func registerFlags(fs *pflag.FlagSet) *options {
 	fs.DurationVar(&o.scontrolTimeout, "slurm.scontrol-timeout", 5*time.Second, "Deprecated: use --slurm.node-metadata.timeout.")
 	fs.StringVar(&o.logLevel, "log.level", "info", "Log level: debug, info, warn, error.")
 	fs.StringVar(&o.logFormat, "log.format", "text", "Log format: text (human-readable, coloured on a terminal) or json.")
-	fs.BoolVar(&o.version, "version", false, "Print the version and exit.")
+	fs.BoolVar(&o.version, "version", false, "Print the version, the build's GPU support and exit.")
+	// Packaging writes the man page from the flag set the binary parses.
+	fs.BoolVar(&o.helpMan, "help-man", false, "Print the man page (roff) and exit.")
+	_ = fs.MarkHidden("help-man")
 	return o
 }

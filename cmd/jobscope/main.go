@@ -28,11 +28,18 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
-func run(args []string) int {
+// newFlagSet registers every flag the binary parses; the man page
+// (--help-man) is written from this same set.
+func newFlagSet() (*pflag.FlagSet, *options, *collector.Set) {
 	fs := pflag.NewFlagSet("jobscope", pflag.ContinueOnError)
 	opts := registerFlags(fs)
 	set := collector.RegisterFlags(fs, collector.Factories())
 	fs.SortFlags = false
+	return fs, opts, set
+}
+
+func run(args []string) int {
+	fs, opts, set := newFlagSet()
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
@@ -40,7 +47,14 @@ func run(args []string) int {
 		return 2
 	}
 	if opts.version {
-		fmt.Printf("jobscope %s (revision %s)\n", version, revision)
+		fmt.Println(versionLine())
+		return 0
+	}
+	if opts.helpMan {
+		if err := writeMan(os.Stdout, fs); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 		return 0
 	}
 	logger, err := newLogger(opts.logLevel, opts.logFormat, os.Stderr)

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// writeMan writes jobscope(1) in roff from the flag set the binary parses,
+// so the packaged man page cannot drift from the flags.
+func writeMan(w io.Writer, fs *pflag.FlagSet) error {
+	b := bufio.NewWriter(w)
+	fmt.Fprintf(b, ".TH JOBSCOPE 1 \"\" \"jobscope %s\" \"User Commands\"\n", roff(version))
+	b.WriteString(manHead)
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden || f.Deprecated != "" { // as --help does
+			return
+		}
+		name, usage := pflag.UnquoteUsage(f)
+		b.WriteString(".TP\n\\fB\\-\\-" + roff(f.Name) + "\\fR")
+		if name != "" {
+			b.WriteString("=\\fI" + roff(name) + "\\fR")
+		}
+		b.WriteString("\n" + roffLine(usage) + "\n")
+		if def := f.DefValue; !zeroDefault(def) {
+			b.WriteString("Default: \\fB" + roff(def) + "\\fR.\n")
+		}
+	})
+	b.WriteString(manTail)
+	return b.Flush()
+}
+
+// zeroDefault mirrors what --help leaves out: defaults that say nothing.
+func zeroDefault(v string) bool {
+	switch v {
+	case "", "0", "0s", "[]", "false", "<nil>":
+		return true
+	}
+	return false
+}
+
+// roff escapes text for a man page: backslashes, and hyphens that are
+// minus signs in flag names and paths.
+func roff(s string) string {
+	return strings.NewReplacer(`\`, `\e`, "-", `\-`).Replace(s)
+}
+
+// roffLine escapes s and keeps a leading dot or quote from reading as a
+// request.
+func roffLine(s string) string {
+	s = roff(s)
+	if strings.HasPrefix(s, ".") || strings.HasPrefix(s, "'") {
+		s = `\&` + s
+	}
+	return s
+}
+
+const manHead = `.SH NAME
+jobscope \- Prometheus exporter for Slurm jobs and clusters
+.SH SYNOPSIS
+.B jobscope
+[\fIOPTION\fR]...
+.SH DESCRIPTION
+In node mode (the default), on every compute node, jobscope reports per\-job
+metrics from cgroupfs, eBPF programs, procfs, NVIDIA GPUs and power meters.
+In controller mode, once per cluster, it reports cluster metrics from the Slurm
+commands (squeue, sinfo, sacct, sshare, sdiag), run once per poll interval
+whatever the number of scrapes.
+Prometheus scrapes /metrics (port 10817 by default).
+.PP
+Every \fB\-\-collector.\fR\fIname\fR flag turns one collector on or off
+(\fB\-\-collector.\fR\fIname\fR\fB=false\fR); the mode picks the defaults.
+.SH OPTIONS
+`
+
+const manTail = `.SH FILES
+.TP
+.I /etc/default/jobscope \fR(Debian), \fI/etc/sysconfig/jobscope \fR(RPM)
+Flags for the systemd units: \fBARGS\fR for jobscope.service (node mode),
+\fBCONTROLLER_ARGS\fR for jobscope\-controller.service. They come after the
+unit's own flags, so they win.
+.TP
+.I /usr/lib/systemd/system/jobscope.service
+Node mode, as user jobscope with the capabilities its header comment justifies.
+The package enables and starts it on install where systemd runs.
+.TP
+.I /usr/lib/systemd/system/jobscope\-controller.service
+Controller mode, without capabilities; not enabled on install.
+.TP
+.I /usr/share/jobscope/slurm/
+Prolog and epilog scripts that write each job's metadata to /run/jobscope/jobs
+and its GPUs to /run/jobscope/gpu\-jobs. The package never edits slurm.conf:
+link the scripts into the directories slurm.conf names, on every compute node:
+.PP
+.RS
+.nf
+ln \-s /usr/share/jobscope/slurm/prolog.sh /etc/slurm/prolog.d/jobscope.sh
+ln \-s /usr/share/jobscope/slurm/epilog.sh /etc/slurm/epilog.d/jobscope.sh
+ln \-s /usr/share/jobscope/slurm/prolog.d/jobscope\-gpu\-mapping.sh /etc/slurm/prolog.d/
+ln \-s /usr/share/jobscope/slurm/epilog.d/jobscope\-gpu\-mapping.sh /etc/slurm/epilog.d/
+.fi
+.RE
+.IP
+with these lines in slurm.conf:
+.PP
+.RS
+.nf
+Prolog=/etc/slurm/prolog.d/*
+Epilog=/etc/slurm/epilog.d/*
+PrologFlags=Alloc
+.fi
+.RE
+.TP
+.I /usr/share/jobscope/prometheus/\fR, \fI/usr/share/jobscope/grafana/
+Prometheus scrape configuration, recording and alerting rules; Grafana dashboard.
+.TP
+.I /sys/fs/bpf/jobscope
+The ebpf collector's pinned maps, kept across restarts; a purge of the package
+removes them.
+.SH SEE ALSO
+.BR slurm.conf (5),
+.BR bpftool (8)
+.PP
+https://github.com/jobscope/jobscope
+`
