@@ -12,9 +12,6 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"sort"
@@ -22,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jobscope/jobscope/internal/benchproc"
 	"github.com/jobscope/jobscope/internal/clustergen"
 )
 
@@ -84,7 +82,7 @@ func main() {
 }
 
 func measure(name, bin, dir, format string, scrapes, jobs int) (time.Duration, error) {
-	addr, err := freeAddr()
+	addr, err := benchproc.FreeAddr()
 	if err != nil {
 		return 0, err
 	}
@@ -100,7 +98,7 @@ func measure(name, bin, dir, format string, scrapes, jobs int) (time.Duration, e
 	url := "http://" + addr + "/metrics"
 	var body []byte
 	for i := 0; i < 200; i++ { // the listener, bounded
-		if body, err = scrape(url); err == nil {
+		if body, err = benchproc.Scrape(url); err == nil {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -115,14 +113,14 @@ func measure(name, bin, dir, format string, scrapes, jobs int) (time.Duration, e
 		// or a collector late in the scrape starts another).
 		time.Sleep(4100 * time.Millisecond)
 		start := time.Now()
-		if body, err = scrape(url); err != nil {
+		if body, err = benchproc.Scrape(url); err != nil {
 			return 0, err
 		}
 		ds = append(ds, time.Since(start))
 	}
 	sort.Slice(ds, func(a, b int) bool { return ds[a] < ds[b] })
 	med := ds[len(ds)/2]
-	rss, hwm := memory(cmd.Process.Pid)
+	rss, hwm, _ := benchproc.Memory(cmd.Process.Pid)
 	fmt.Printf("%-8s %-5s %7d %10.3f %10.2f %12d %9d %9.1f %9.1f\n", name, format, jobs, med.Seconds(),
 		float64(med.Microseconds())/float64(jobs), len(body), series(body), rss, hwm)
 	if bad := failing(body); bad != "" {
@@ -154,45 +152,6 @@ func failing(b []byte) string {
 		}
 	}
 	return strings.Join(out, "; ")
-}
-
-func scrape(url string) ([]byte, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		return nil, fmt.Errorf("status %d", resp.StatusCode)
-	}
-	return b, err
-}
-
-func memory(pid int) (rss, hwm float64) {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) >= 2 {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			switch f[0] {
-			case "VmRSS:":
-				rss = kb / 1024
-			case "VmHWM:":
-				hwm = kb / 1024
-			}
-		}
-	}
-	return
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 func fail(err error) {
