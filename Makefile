@@ -3,6 +3,7 @@
 #   make test   unit, golden, fuzz-seed and privileged tests (root runs the privileged ones)
 #   make e2e    real Slurm + real Prometheus end-to-end test (root; installs what it needs)
 #   make bench  scrape benchmarks on generated 128/512-job trees
+#   make kernel-matrix  load and check the BPF programs on Debian's kernels 5.10-7.2 under qemu
 
 GO        ?= go
 # One version for the binary and the packages, from git describe.
@@ -18,7 +19,7 @@ BIN       := bin/jobscope
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all build build-static demo test test-deps e2e bench bench-controller bench-bpf generate docs fmt vet clean gpu-bundle \
+.PHONY: all build build-static demo test test-deps e2e bench bench-controller bench-bpf kernel-matrix generate docs fmt vet clean gpu-bundle \
 	package package-deps package-test package-test-deps
 
 all: build
@@ -40,14 +41,16 @@ DEMO_FLAGS = --web.listen-address=$(DEMO_ADDR) \
 	--power.ipmi=command --power.ipmi-command="cat testdata/power/ipmi/good.txt" --power.emissions.country=FR \
 	--gpu.backend=fake --gpu.fake-file=testdata/gpu/demo.json --gpu.job-mapping-dir=testdata/gpu/demo-mapping
 
-# Test tools: promtool (Debian's prometheus package) checks every golden.
-# As root it is installed when missing; otherwise the promtool checks are
-# skipped with a log line (CI runs as root, so there they are required).
+# Test tools: promtool (Debian's prometheus package) checks every golden;
+# chromium opens the job report's HTML page. As root they are installed
+# when missing; otherwise their checks are skipped with a log line (CI runs
+# as root, so there they are required).
 test-deps:
 	@command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } || echo "note: promtool not installed (apt-get install prometheus as root): its checks are skipped"
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; } || echo "note: chromium not installed (apt-get install chromium as root): the report's browser test is skipped"
 
 test: test-deps
-	JOBSCOPE_REQUIRE_PROMTOOL=$(shell command -v promtool >/dev/null && echo 1) $(GO) test -count=1 ./...
+	JOBSCOPE_REQUIRE_PROMTOOL=$$(command -v promtool >/dev/null && echo 1) JOBSCOPE_REQUIRE_CHROMIUM=$$(command -v chromium >/dev/null && echo 1) $(GO) test -count=1 ./...
 	CGO_ENABLED=0 $(GO) build -tags nogpu -o /dev/null ./...
 	$(GO) vet ./...
 
@@ -99,6 +102,16 @@ bench-controller: build
 # perf bench sched pipe with and without jobscope (root).
 bench-bpf:
 	JOBSCOPE_BENCH_BPF=1 $(GO) test ./bpf/ -run '^TestBenchBPF$$' -count=1 -v
+
+# Boots Debian's kernels 5.10, 6.1 (also without BTF), 6.12 and 7.2 under
+# qemu (TCG) with an initramfs holding test/kernels/vmcheck, checks this
+# machine's kernel too, and prints the table docs/ebpf.md shows. Kernel
+# packages and images are cached in $(KERNEL_WORK). Root (cgroups, BPF).
+KERNEL_WORK ?= /var/tmp/jobscope-kernels
+kernel-matrix:
+	[ "$$(id -u)" = 0 ]
+	command -v qemu-system-x86_64 >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-system-x86 >/dev/null; }
+	$(GO) run ./test/kernels/matrix -work $(KERNEL_WORK)
 
 # The real-GPU harness (docs/gpu.md, "Verified on real hardware"): what a
 # GPU machine needs to run `bash .gpurun/run.sh` as root. CI has no GPU.

@@ -1,8 +1,6 @@
 package slurmcli
 
 import (
-	"bufio"
-	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -33,44 +31,14 @@ const sacctStates = "BF,CA,CD,DL,F,NF,OOM,PR,TO"
 // Columns are found by name: JobIDRaw, State and End are needed, the
 // others are read where present.
 func ParseSacct(r io.Reader) ([]SacctJob, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	if !sc.Scan() {
-		if err := sc.Err(); err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("sacct: empty output")
+	rows, err := pipeTable(r, "sacct", "JobIDRaw", "State", "End")
+	if err != nil {
+		return nil, err
 	}
-	header := strings.Split(sc.Text(), "|")
-	col := map[string]int{}
-	for i, h := range header {
-		if _, dup := col[h]; !dup {
-			col[h] = i
-		}
-	}
-	for _, need := range []string{"JobIDRaw", "State", "End"} {
-		if _, ok := col[need]; !ok {
-			return nil, fmt.Errorf("sacct: no %s column in header %q", need, sc.Text())
-		}
-	}
-	var out []SacctJob
-	line := 1
-	for sc.Scan() {
-		line++
-		if strings.TrimSpace(sc.Text()) == "" {
-			continue
-		}
-		f := strings.Split(sc.Text(), "|")
-		if len(f) < len(header) {
-			return nil, fmt.Errorf("sacct line %d: %d fields, header has %d", line, len(f), len(header))
-		}
-		get := func(name string) string {
-			if i, ok := col[name]; ok {
-				return f[i]
-			}
-			return ""
-		}
-		state, _, _ := strings.Cut(strings.TrimSpace(get("State")), " ")
+	out := make([]SacctJob, 0, len(rows))
+	for _, row := range rows {
+		get := row.trimmed
+		state, _, _ := strings.Cut(get("State"), " ")
 		j := SacctJob{
 			ID: get("JobIDRaw"), JobID: get("JobID"), State: strings.ToLower(state), Partition: Clean(get("Partition")),
 			Account: Clean(get("Account")), Submit: get("Submit"), End: get("End"), Count: 1,
@@ -80,7 +48,7 @@ func ParseSacct(r io.Reader) ([]SacctJob, error) {
 		}
 		out = append(out, j)
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // sacctArrayRange splits "8_[2-3]" (unstarted tasks, optionally with a

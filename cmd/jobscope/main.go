@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/internal/report"
 )
 
 // Set at build time with -ldflags "-X main.version=... -X main.revision=...".
@@ -39,6 +40,11 @@ func newFlagSet() (*pflag.FlagSet, *options, *collector.Set) {
 }
 
 func run(args []string) int {
+	// `jobscope report ...` is the users' side: a job's efficiency report
+	// from Prometheus, in the same binary the nodes already have.
+	if len(args) > 0 && args[0] == "report" {
+		return report.Main(args[1:], os.Stdout, os.Stderr, isTerminal(os.Stdout))
+	}
 	fs, opts, set := newFlagSet()
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/jobscope/jobscope/internal/report"
 )
 
 // writeMan writes jobscope(1) in roff from the flag set the binary parses,
@@ -15,6 +17,14 @@ func writeMan(w io.Writer, fs *pflag.FlagSet) error {
 	b := bufio.NewWriter(w)
 	fmt.Fprintf(b, ".TH JOBSCOPE 1 \"\" \"jobscope %s\" \"User Commands\"\n", roff(version))
 	b.WriteString(manHead)
+	writeManFlags(b, fs)
+	b.WriteString(manReport)
+	writeManFlags(b, report.FlagSet())
+	b.WriteString(manTail)
+	return b.Flush()
+}
+
+func writeManFlags(b *bufio.Writer, fs *pflag.FlagSet) {
 	fs.VisitAll(func(f *pflag.Flag) {
 		if f.Hidden || f.Deprecated != "" { // as --help does
 			return
@@ -29,8 +39,6 @@ func writeMan(w io.Writer, fs *pflag.FlagSet) error {
 			b.WriteString("Default: \\fB" + roff(def) + "\\fR.\n")
 		}
 	})
-	b.WriteString(manTail)
-	return b.Flush()
 }
 
 // zeroDefault mirrors what --help leaves out: defaults that say nothing.
@@ -63,6 +71,12 @@ jobscope \- Prometheus exporter for Slurm jobs and clusters
 .SH SYNOPSIS
 .B jobscope
 [\fIOPTION\fR]...
+.br
+.B jobscope report
+[\fIOPTION\fR]... \fIJOBID\fR...
+.br
+.B jobscope report
+[\fIOPTION\fR]... \fB\-\-user\fR \fIU\fR | \fB\-\-account\fR \fIA\fR | \fB\-\-partition\fR \fIP\fR
 .SH DESCRIPTION
 In node mode (the default), on every compute node, jobscope reports per\-job
 metrics from cgroupfs, eBPF programs, procfs, NVIDIA GPUs and power meters.
@@ -74,6 +88,18 @@ Prometheus scrapes /metrics (port 10817 by default).
 Every \fB\-\-collector.\fR\fIname\fR flag turns one collector on or off
 (\fB\-\-collector.\fR\fIname\fR\fB=false\fR); the mode picks the defaults.
 .SH OPTIONS
+`
+
+const manReport = `.SH JOBSCOPE REPORT
+\fBjobscope report\fR reads a job's series back from Prometheus (and sacct,
+where it runs) and prints its efficiency over its whole life and per node: CPU
+and per\-core balance, memory peak against the request and OOM kills, GPUs,
+IO, network, energy; warnings with advice (thresholds in
+/etc/jobscope/report.yml); as text, JSON or one HTML page. With \fB\-\-user\fR,
+\fB\-\-account\fR or \fB\-\-partition\fR it sums jobs over a period from the
+jobscope\-usage recording rules. Exit status: 0 report written; 1 unknown job,
+no samples or Prometheus failing; 2 bad flags or configuration; 3 a job id used
+by several jobs. Its options:
 `
 
 const manTail = `.SH FILES
@@ -116,6 +142,14 @@ PrologFlags=Alloc
 .TP
 .I /usr/share/jobscope/prometheus/\fR, \fI/usr/share/jobscope/grafana/
 Prometheus scrape configuration, recording and alerting rules; Grafana dashboard.
+.TP
+.I /etc/jobscope/report.yml
+\fBjobscope report\fR's site defaults: Prometheus URL, credentials and TLS,
+lookback, warning thresholds.
+.TP
+.I /usr/share/jobscope/slurm/epilog.d/jobscope\-report.sh
+Writes each job's report into its working directory at job end, as the job's
+user; off until /etc/jobscope/report\-epilog.conf says ENABLE=yes.
 .TP
 .I /sys/fs/bpf/jobscope
 The ebpf collector's pinned maps, kept across restarts; a purge of the package

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/gpu"
+	"github.com/jobscope/jobscope/internal/report"
 )
 
 // The man page lists every flag --help lists, each once, and nothing
@@ -21,7 +22,12 @@ func TestManPage(t *testing.T) {
 	}
 	page := out.String()
 	visible := 0
-	fs.VisitAll(func(f *pflag.Flag) {
+	// The exporter's flags and the report's (its own section) have no name
+	// in common, so each has exactly one entry.
+	all := pflag.NewFlagSet("all", pflag.ContinueOnError)
+	all.AddFlagSet(fs)
+	all.AddFlagSet(report.FlagSet())
+	all.VisitAll(func(f *pflag.Flag) {
 		entry := ".TP\n\\fB\\-\\-" + roff(f.Name) + "\\fR"
 		n := strings.Count(page, entry)
 		shown := !f.Hidden && f.Deprecated == ""
@@ -38,7 +44,8 @@ func TestManPage(t *testing.T) {
 	if visible < 40 || strings.Count(page, ".TP\n\\fB\\-\\-") != visible {
 		t.Errorf("%d flag entries for %d visible flags", strings.Count(page, ".TP\n\\fB\\-\\-"), visible)
 	}
-	for _, want := range []string{"Default: \\fB:10817\\fR.", "/etc/default/jobscope", "Prolog=/etc/slurm/prolog.d/*"} {
+	for _, want := range []string{"Default: \\fB:10817\\fR.", "/etc/default/jobscope", "Prolog=/etc/slurm/prolog.d/*",
+		".SH JOBSCOPE REPORT", "/etc/jobscope/report.yml"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("man page lacks %q", want)
 		}

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../.."
 GO=${GO:-go}
 
 # classify names a licence text; empty when it is not one this project has
-# accepted (Apache-2.0, MIT, BSD, ISC).
+# accepted (Apache-2.0, MIT, BSD, ISC, CC-BY-4.0, FreeType).
 classify() {
 	local f=$1 k=()
 	if grep -q 'Apache License' "$f" && grep -q 'Version 2.0' "$f"; then k+=(Apache-2.0); fi
@@ -22,6 +22,12 @@ classify() {
 		if grep -q 'Neither the name' "$f"; then k+=(BSD-3-Clause); else k+=(BSD-2-Clause); fi
 	fi
 	if grep -q 'Permission to use, copy, modify, and/or distribute' "$f"; then k+=(ISC); fi
+	# gonum/plot's backends (the job report's charts): ajstarks/svgo is
+	# CC-BY-4.0 (attribution: the text ships in the package's doc), and
+	# golang/freetype is FreeType License or GPL at the user's choice:
+	# jobscope takes the FreeType License (BSD-style, credit in the doc).
+	if grep -q 'Creative Commons Attribution 4.0 International' "$f"; then k+=(CC-BY-4.0); fi
+	if grep -q 'The FreeType License' "$f" && grep -q 'choice of exactly one' "$f"; then k+=(FTL); fi
 	(IFS=+ && echo "${k[*]}")
 }
 
@@ -34,6 +40,7 @@ $GO list -deps -tags "$tags" -f '{{with .Module}}{{if .Version}}{{.Path}} {{.Ver
 	sort -u | while read -r mod ver dir; do
 	kinds=()
 	for f in "$dir"/*; do
+		[ -f "$f" ] || continue # freetype keeps its licence texts in a licenses/ directory too
 		base=$(basename "$f")
 		case $(echo "$base" | tr 'a-z' 'A-Z') in
 		LICENSE* | LICENCE* | COPYING* | NOTICE*) ;;
@@ -50,6 +57,12 @@ $GO list -deps -tags "$tags" -f '{{with .Module}}{{if .Version}}{{.Path}} {{.Ver
 		}
 		kinds+=("$kind")
 	done
+	# Texts a LICENSE only points to (freetype: licenses/ftl.txt) ship too.
+	if [ -d "$dir/licenses" ]; then
+		mkdir -p "$out/licenses/$mod/licenses"
+		cp "$dir"/licenses/*.txt "$out/licenses/$mod/licenses/" 2>/dev/null || true
+		chmod -R u+w,a+r "$out/licenses/$mod/licenses"
+	fi
 	[ ${#kinds[@]} -gt 0 ] || {
 		echo "licenses.sh: $mod $ver has no licence file in $dir" >&2
 		exit 1

@@ -37,6 +37,8 @@ die() {
 }
 
 [ "$(id -u)" = 0 ] || die "must run as root (it installs packages and starts Slurm daemons)"
+# Checks kept in their own files: test/e2e/report.sh (jobscope report).
+. "$ROOT/test/e2e/report.sh"
 [ -x "$BIN" ] || die "$BIN not found: run make build (make e2e does)"
 
 # --- assertions -------------------------------------------------------------
@@ -165,6 +167,7 @@ teardown() {
 		timeout 10 scancel --quiet --full --user=alice 2>/dev/null
 		timeout 10 scancel --quiet --full --user=bob 2>/dev/null
 		timeout 10 scancel --quiet --full --user=root 2>/dev/null
+		id carol >/dev/null 2>&1 && timeout 10 scancel --quiet --full --user=carol 2>/dev/null
 		for ((i = 0; i < 150; i++)); do
 			[ -z "$(timeout 5 squeue -h -t all -o %i 2>/dev/null)" ] && [ -z "$(slurm_tree_pids)" ] && break
 			sleep 0.2
@@ -318,6 +321,7 @@ JOBSCOPE_JOB_PROPS_DIR=$WORK/props $ROOT/contrib/slurm/epilog.sh
 if [ -x $ROOT/contrib/slurm/epilog.d/jobscope-gpu-mapping.sh ]; then
 	JOBSCOPE_GPU_MAPPING_DIR=$WORK/gpu-jobs $ROOT/contrib/slurm/epilog.d/jobscope-gpu-mapping.sh
 fi
+JOBSCOPE_REPORT_EPILOG_CONF=$WORK/etc/report-epilog.conf $ROOT/contrib/slurm/epilog.d/jobscope-report.sh
 exit 0
 EOF
 	chmod 755 "$WORK/etc/prolog.sh" "$WORK/etc/epilog.sh"
@@ -553,7 +557,7 @@ trap on_exit EXIT
 trap 'exit 130' INT TERM
 log "work dir $WORK, node $NODE, jobscope $("$BIN" --version 2>&1 | head -1)"
 teardown
-rm -rf "$WORK"/{etc,spool,log,props,noprops,gpu-jobs,jobs,out,scratch,prom,metrics,broken}
+rm -rf "$WORK"/{etc,spool,log,props,noprops,gpu-jobs,jobs,out,scratch,prom,metrics,broken,report,carol}
 install -d -m 0755 "$WORK" "$WORK/etc" "$WORK/jobs" "$WORK/metrics" "$WORK/spool" "$WORK/log"
 install_packages # creates the slurm, munge and mysql users the directories below need
 install -d -m 0755 -o slurm -g slurm "$WORK/run" "$WORK/log" "$WORK/spool/ctld"
@@ -880,6 +884,8 @@ if [ -f "$UNIT" ]; then
 else
 	skip "caps: systemd unit" "$UNIT missing"
 fi
+
+report_e2e
 
 # --- teardown checks --------------------------------------------------------------------------------------------
 

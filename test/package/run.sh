@@ -96,12 +96,14 @@ expected() { # format variant arch
 		0755 /usr/share/jobscope/slurm/prolog.d/jobscope-gpu-mapping.sh contrib/slurm/prolog.d/jobscope-gpu-mapping.sh
 		0755 /usr/share/jobscope/slurm/epilog.d/ @
 		0755 /usr/share/jobscope/slurm/epilog.d/jobscope-gpu-mapping.sh contrib/slurm/epilog.d/jobscope-gpu-mapping.sh
+		0755 /usr/share/jobscope/slurm/epilog.d/jobscope-report.sh contrib/slurm/epilog.d/jobscope-report.sh
 		0755 /usr/share/jobscope/grafana/ @
 		0644 /usr/share/jobscope/grafana/jobscope-dashboard.json contrib/grafana/jobscope-dashboard.json
 		0755 /usr/share/jobscope/prometheus/ @
 		0644 /usr/share/jobscope/prometheus/prometheus.yml contrib/prometheus/prometheus.yml
 		0644 /usr/share/jobscope/prometheus/jobscope-recording-rules.yml contrib/prometheus/jobscope-recording-rules.yml
 		0644 /usr/share/jobscope/prometheus/jobscope-alert-rules.yml contrib/prometheus/jobscope-alert-rules.yml
+		0644 /usr/share/jobscope/prometheus/jobscope-usage-rules.yml contrib/prometheus/jobscope-usage-rules.yml
 		0644 /usr/share/man/man1/jobscope.1.gz @
 		0755 /usr/share/doc/jobscope/ @
 		0644 /usr/share/doc/jobscope/copyright @
@@ -118,10 +120,16 @@ expected() { # format variant arch
 				echo "0755 $p/ @"
 			done
 			for f in "$dir"/*; do
+				[ -f "$f" ] || continue
 				case $(basename "$f" | tr 'a-z' 'A-Z') in
 				LICENSE* | LICENCE* | COPYING* | NOTICE*) echo "0644 $p/$(basename "$f") $f" ;;
 				esac
 			done
+			# Texts a LICENSE points to (licenses.sh copies them too).
+			if [ -d "$dir/licenses" ]; then
+				echo "0755 $p/licenses/ @"
+				for f in "$dir"/licenses/*.txt; do [ -f "$f" ] && echo "0644 $p/licenses/$(basename "$f") $f"; done
+			fi
 		done | awk '!seen[$0]++' # modules share parent directories
 }
 
