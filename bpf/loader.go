@@ -15,7 +15,6 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 )
 
@@ -87,7 +86,7 @@ func Load(cfg Config) (*Objects, error) {
 	}
 	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK. When raising
 	// it fails, loading goes on: the load itself then names the real cause.
-	memlockErr := rlimit.RemoveMemlock()
+	memlockErr := raiseMemlock()
 	if err := cfg.Features.TaskStorage(); err != nil {
 		return nil, &LoadError{"unsupported", fmt.Errorf("%w; %s", err, lostAll)}
 	}

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/rlimit"
 )
 
 // needRoot skips privileged tests with the reason.
@@ -28,8 +27,8 @@ func needRoot(t testing.TB) {
 // kernels (test/kernels) some are expected to fail; here every one must load.
 func TestVerifierAcceptsEveryProgram(t *testing.T) {
 	needRoot(t)
-	if err := rlimit.RemoveMemlock(); err != nil {
-		t.Fatal(err)
+	if err := raiseMemlock(); err != nil {
+		t.Logf("RLIMIT_MEMLOCK stays (%v): kernels from 5.11 do not use it", err)
 	}
 	for _, sub := range []string{V1None, V1Cpuacct, V1Memory} {
 		checks, err := CheckPrograms(sub)
