@@ -23,7 +23,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all build build-static demo test test-deps e2e bench bench-bpf kernel-matrix generate docs fmt vet lint clean gpu-bundle \
+.PHONY: all build build-static demo test test-deps e2e bench bench-controller bench-bpf kernel-matrix generate docs fmt vet lint clean gpu-bundle \
 	package package-deps package-test package-test-deps
 
 all: build
@@ -94,6 +94,14 @@ bench: build
 	$(GO) run ./internal/benchrss -jobs 128,512
 	$(GO) run ./internal/benchrss -jobs 128,512 -flags "--collector.process=false --collector.gpu=false --collector.power=false"
 
+# Controller mode at scale (docs/controller.md): a simulated 2,000-node
+# cluster of 10,000 and 50,000 jobs from real 22.05 records, parsed and
+# emitted in process (allocations), then by the real binary over HTTP (time
+# per job, series, resident memory), in JSON and in text.
+bench-controller: build
+	TZ=UTC $(GO) test -run '^$$' -bench 'SlurmCluster' -benchmem -benchtime 3x -count 5 ./collector/cluster/ | tee bench-controller.out
+	$(GO) run ./internal/benchctl | tee -a bench-controller.out
+
 # ns per sched_switch event (kernel BPF stats) against an empty program, and
 # perf bench sched pipe with and without jobscope (root).
 bench-bpf:
@@ -133,4 +141,4 @@ lint:
 	$(GOLANGCI_LINT) run ./...
 
 clean:
-	rm -rf bin bench.out .gpurun build dist
+	rm -rf bin bench.out bench-controller.out .gpurun build dist

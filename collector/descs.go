@@ -63,20 +63,44 @@ func (d *Desc) Extra() []string {
 // invalid metric that fails only its own series at gather time, never a
 // panic in a collector.
 func (d *Desc) Metric(t prometheus.ValueType, v float64, values ...string) prometheus.Metric {
-	if len(values) != len(d.Labels) {
-		return prometheus.NewInvalidMetric(d.prom, fmt.Errorf("%s: %d label values for %d labels", d.Name, len(values), len(d.Labels)))
-	}
-	for i, lv := range values {
-		if s := validUTF8(lv); s != lv {
-			values = slices.Clone(values) // not the caller's slice
-			values[i] = s
-		}
+	values, err := d.labelValues(values)
+	if err != nil {
+		return prometheus.NewInvalidMetric(d.prom, err)
 	}
 	m, err := prometheus.NewConstMetric(d.prom, t, v, values...)
 	if err != nil {
 		return prometheus.NewInvalidMetric(d.prom, err)
 	}
 	return m
+}
+
+// Histogram builds a const histogram (buckets: cumulative counts by upper
+// bound), checked as Metric is.
+func (d *Desc) Histogram(count uint64, sum float64, buckets map[float64]uint64, values ...string) prometheus.Metric {
+	values, err := d.labelValues(values)
+	if err != nil {
+		return prometheus.NewInvalidMetric(d.prom, err)
+	}
+	m, err := prometheus.NewConstHistogram(d.prom, count, sum, buckets, values...)
+	if err != nil {
+		return prometheus.NewInvalidMetric(d.prom, err)
+	}
+	return m
+}
+
+// labelValues checks the number of values and makes them valid UTF-8 (in
+// a copy: never the caller's slice).
+func (d *Desc) labelValues(values []string) ([]string, error) {
+	if len(values) != len(d.Labels) {
+		return nil, fmt.Errorf("%s: %d label values for %d labels", d.Name, len(values), len(d.Labels))
+	}
+	for i, lv := range values {
+		if s := validUTF8(lv); s != lv {
+			values = slices.Clone(values)
+			values[i] = s
+		}
+	}
+	return values, nil
 }
 
 // Gauge is Metric for a gauge.

@@ -175,7 +175,8 @@ func TestRulesUseRealMetrics(t *testing.T) {
 		}
 	}
 	// The alerts the deployment kit promises.
-	for _, want := range []string{"SlurmJobLowCPUUsage", "SlurmJobMemoryNearLimit", "SlurmJobGPUIdle", "JobscopeDown"} {
+	for _, want := range []string{"SlurmJobLowCPUUsage", "SlurmJobMemoryNearLimit", "SlurmJobGPUIdle", "JobscopeDown",
+		"SlurmNodeDrainedOrDown", "SlurmReservationStartsOnBusyNodes", "SlurmLicensePoolExhausted"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("alert %s missing (have %v)", want, alerts)
 		}
@@ -224,7 +225,7 @@ func TestDashboardUsesRealMetrics(t *testing.T) {
 				rows = append(rows, s)
 			}
 		})
-		for _, want := range []string{"Job", "Node"} {
+		for _, want := range []string{"Job", "Node", "Cluster nodes and queue wait"} {
 			if !slices.Contains(rows, want) {
 				t.Errorf("%s: no %q row", f, want)
 			}

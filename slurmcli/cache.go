@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -22,10 +23,14 @@ const (
 	SourceShares Source = "shares" // sshare
 	SourceDiag   Source = "diag"   // sdiag
 	SourceSacct  Source = "sacct"  // sacct, incremental; see EnableSacct
+	// SourceReservations and SourceLicenses: scontrol show reservation and
+	// licenses (JSON from 23.02, text before).
+	SourceReservations Source = "reservations"
+	SourceLicenses     Source = "licenses"
 )
 
 // Sources lists every source in a fixed order.
-var Sources = []Source{SourceJobs, SourceNodes, SourceShares, SourceDiag, SourceSacct}
+var Sources = []Source{SourceJobs, SourceNodes, SourceShares, SourceDiag, SourceSacct, SourceReservations, SourceLicenses}
 
 // Format picks JSON or text output where a command has both.
 type Format string
@@ -78,10 +83,15 @@ type Cache struct {
 	Shares *poll.Poller[[]Share]
 	Diag   *poll.Poller[*Diag]
 	// Sacct is nil unless EnableSacct was called.
-	Sacct *poll.Poller[map[EndKey]float64]
+	Sacct        *poll.Poller[SacctCounts]
+	Reservations *poll.Poller[[]Reservation]
+	Licenses     *poll.Poller[[]License]
 
 	mu   sync.Mutex
 	want map[Source]bool
+
+	queueOnce sync.Once
+	queue     *QueueTracker
 }
 
 // NewCache builds a cache; nothing runs until a source is asked for.
@@ -106,21 +116,30 @@ func NewCache(cfg CacheConfig) *Cache {
 		&variant[[]Share]{"sshare", SshareArgs, func(b []byte) ([]Share, error) { return ParseSshare(bytes.NewReader(b)) }})
 	c.Diag = newSource(c, SourceDiag, nil,
 		&variant[*Diag]{"sdiag", nil, func(b []byte) (*Diag, error) { return ParseSdiag(bytes.NewReader(b)) }})
+	c.Reservations = newSource(c, SourceReservations,
+		&variant[[]Reservation]{"scontrol", ReservationJSONArgs, func(b []byte) ([]Reservation, error) { return ParseReservationsJSON(bytes.NewReader(b)) }},
+		&variant[[]Reservation]{"scontrol", ReservationTextArgs, func(b []byte) ([]Reservation, error) {
+			return ParseReservationsText(bytes.NewReader(b), time.Local)
+		}})
+	c.Licenses = newSource(c, SourceLicenses,
+		&variant[[]License]{"scontrol", LicenseJSONArgs, func(b []byte) ([]License, error) { return ParseLicensesJSON(bytes.NewReader(b)) }},
+		&variant[[]License]{"scontrol", LicenseTextArgs, func(b []byte) ([]License, error) { return ParseLicensesText(bytes.NewReader(b)) }})
 	return c
 }
 
 // EnableSacct makes the cache count ended jobs with incremental sacct
-// queries (the opt-in sacct collector). Call it before the first scrape.
+// queries (the sacct collector). Call it before the first scrape.
 func (c *Cache) EnableSacct(s *SacctCounter) {
 	c.Want(SourceSacct)
 	// The window moves with each query: the args are built per run.
-	c.Sacct = newSourceFunc(c, SourceSacct, func(ctx context.Context) (map[EndKey]float64, string, error) {
-		from, to, args := s.window(c.cfg.Now())
+	c.Sacct = newSourceFunc(c, SourceSacct, func(ctx context.Context) (SacctCounts, string, error) {
+		now := c.cfg.Now()
+		from, to, args := s.window(now)
 		jobs, err := runParse(ctx, c.cfg.Runner, &variant[[]SacctJob]{"sacct", args, func(b []byte) ([]SacctJob, error) { return ParseSacct(bytes.NewReader(b)) }})
 		if err != nil {
-			return nil, "sacct", err
+			return SacctCounts{}, "sacct", err
 		}
-		s.add(jobs, from, to)
+		s.add(jobs, from, to, now)
 		return s.Counts(), "sacct", nil
 	})
 }
@@ -141,13 +160,14 @@ func (c *Cache) Want(src Source) {
 	c.mu.Unlock()
 }
 
-// Refresh asks every wanted source at once, so that a caller (the
-// commands collector) waits for this interval's runs, within its share of
-// ctx's deadline, without adding any run.
-func (c *Cache) Refresh(ctx context.Context) {
+// Refresh asks the given sources (none: every wanted one) at once, so that
+// a caller waits for this interval's runs, within its share of ctx's
+// deadline, without adding any run.
+func (c *Cache) Refresh(ctx context.Context, only ...Source) {
 	gets := map[Source]func(){
 		SourceJobs: func() { c.Jobs.Get(ctx) }, SourceNodes: func() { c.Nodes.Get(ctx) },
 		SourceShares: func() { c.Shares.Get(ctx) }, SourceDiag: func() { c.Diag.Get(ctx) },
+		SourceReservations: func() { c.Reservations.Get(ctx) }, SourceLicenses: func() { c.Licenses.Get(ctx) },
 	}
 	if c.Sacct != nil {
 		gets[SourceSacct] = func() { c.Sacct.Get(ctx) }
@@ -155,7 +175,7 @@ func (c *Cache) Refresh(ctx context.Context) {
 	var wg sync.WaitGroup
 	c.mu.Lock()
 	for src, get := range gets {
-		if c.want[src] {
+		if len(only) == 0 && c.want[src] || slices.Contains(only, src) {
 			wg.Add(1)
 			go func() { defer wg.Done(); get() }()
 		}
@@ -170,6 +190,8 @@ func (c *Cache) Close() {
 	c.Nodes.Close()
 	c.Shares.Close()
 	c.Diag.Close()
+	c.Reservations.Close()
+	c.Licenses.Close()
 	if c.Sacct != nil {
 		c.Sacct.Close()
 	}

@@ -25,6 +25,7 @@ type slurmNodes struct {
 	memReal, memAlloc, memFree           *collector.Desc
 	partMemReal, partMemAlloc            *collector.Desc
 	gpus, gpusAlloc, partGPUs, partGAllo *collector.Desc
+	state                                slurmNodeStateDescs
 }
 
 func newSlurmNodes(c *slurmcli.Cache) *slurmNodes {
@@ -53,6 +54,7 @@ func newSlurmNodes(c *slurmcli.Cache) *slurmNodes {
 		gpusAlloc:    d("slurm_cluster_gpus_allocated", "GPUs allocated to jobs (gres/gpu in the nodes' allocated TRES)."),
 		partGPUs:     d("slurm_cluster_partition_gpus_configured", "GPUs configured on the partition's nodes."+perPart, "partition"),
 		partGAllo:    d("slurm_cluster_partition_gpus_allocated", "GPUs allocated on the partition's nodes."+perPart, "partition"),
+		state:        newSlurmNodeStateDescs(),
 	}
 }
 
@@ -85,12 +87,14 @@ func (c *slurmNodes) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) e
 	var free float64
 	freeKnown := false
 	seen := map[string]bool{}
-	for _, n := range nodes {
+	taken := make([]bool, len(nodes))
+	for i, n := range nodes {
 		if seen[n.Name] {
 			s.Problem("duplicate_node", fmt.Errorf("node %q listed twice", n.Name))
 			continue
 		}
 		seen[n.Name] = true
+		taken[i] = true
 		all.add(n)
 		if n.FreeMemoryKnown {
 			free += n.FreeMemoryBytes
@@ -143,10 +147,11 @@ func (c *slurmNodes) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) e
 		g(c.partGPUs, ps.gpus, p)
 		g(c.partGAllo, ps.gpusAlloc, p)
 	}
+	c.state.emit(nodes, func(i int) bool { return taken[i] }, ch)
 	return err
 }
 
 func (c *slurmNodes) descs() []*collector.Desc {
-	return []*collector.Desc{c.status.up, c.status.age, c.nodes, c.partNodes, c.cpus, c.partCPUs, c.cpusCfg, c.partCPUsCfg,
-		c.memReal, c.memAlloc, c.memFree, c.partMemReal, c.partMemAlloc, c.gpus, c.gpusAlloc, c.partGPUs, c.partGAllo}
+	return append([]*collector.Desc{c.status.up, c.status.age, c.nodes, c.partNodes, c.cpus, c.partCPUs, c.cpusCfg, c.partCPUsCfg,
+		c.memReal, c.memAlloc, c.memFree, c.partMemReal, c.partMemAlloc, c.gpus, c.gpusAlloc, c.partGPUs, c.partGAllo}, c.state.list()...)
 }

@@ -33,7 +33,8 @@ func Factories() []collector.Factory { return factories(&shared{}) }
 
 func factories(sh *shared) []collector.Factory {
 	return []collector.Factory{JobsFactory(sh), NodesFactory(sh), FairshareFactory(sh),
-		SchedulerFactory(sh), CommandsFactory(sh), SacctFactory(sh)}
+		SchedulerFactory(sh), CommandsFactory(sh), SacctFactory(sh),
+		NodeFactory(sh), QueueWaitFactory(sh), ReservationsFactory(sh), LicensesFactory(sh)}
 }
 
 // slurmCommandNames are the commands --slurm.command-path may point elsewhere.
