@@ -2,7 +2,7 @@ package collector
 
 import (
 	"github.com/jobscope/jobscope/bpf"
-	"github.com/jobscope/jobscope/collector/discovery"
+	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/gpu"
 )
 

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/jobscope/jobscope/cgroupfs"
-	"github.com/jobscope/jobscope/collector/discovery"
+	"github.com/jobscope/jobscope/discovery"
 )
 
 // round is one scrape, shared by every collector of it: its deadline, its

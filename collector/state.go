@@ -3,7 +3,7 @@ package collector
 import (
 	"sync"
 
-	"github.com/jobscope/jobscope/collector/discovery"
+	"github.com/jobscope/jobscope/discovery"
 )
 
 // StateGrace is the one rule for dropping what collectors keep per job

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/jobscope/jobscope/cgroupfs"
-	"github.com/jobscope/jobscope/collector/discovery"
+	"github.com/jobscope/jobscope/discovery"
 )
 
 // Usage is what one job's cgroup says of its CPU, memory and cores in one

@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
-	"github.com/jobscope/jobscope/collector/discovery"
 	"github.com/jobscope/jobscope/collector/ebpf"
 	gpucoll "github.com/jobscope/jobscope/collector/gpu"
+	"github.com/jobscope/jobscope/discovery"
 )
 
 // buildExporter detects the cgroup layout, builds the node resources the

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/jobscope/jobscope/collector"
-	"github.com/jobscope/jobscope/collector/discovery"
+	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/internal/fixturegen"
 	"github.com/jobscope/jobscope/internal/testutil"
 )

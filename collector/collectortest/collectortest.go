@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jobscope/jobscope/collector"
-	"github.com/jobscope/jobscope/collector/discovery"
+	"github.com/jobscope/jobscope/discovery"
 )
 
 // FixtureUsers are the uids of the fixture nodes.

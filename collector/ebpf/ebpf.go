@@ -12,7 +12,7 @@ import (
 
 	"github.com/jobscope/jobscope/bpf"
 	"github.com/jobscope/jobscope/collector"
-	"github.com/jobscope/jobscope/collector/discovery"
+	"github.com/jobscope/jobscope/discovery"
 )
 
 // Options configure the eBPF programs.

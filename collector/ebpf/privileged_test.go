@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jobscope/jobscope/collector"
-	"github.com/jobscope/jobscope/collector/discovery"
+	"github.com/jobscope/jobscope/discovery"
 )
 
 // TestEBPFCollectorPrivileged loads the real programs, runs a burner in a

@@ -17,7 +17,7 @@ import (
 
 	"github.com/jobscope/jobscope/cgroupfs"
 	"github.com/jobscope/jobscope/collector"
-	"github.com/jobscope/jobscope/collector/discovery"
+	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/internal/poll"
 	"github.com/jobscope/jobscope/power"
 )

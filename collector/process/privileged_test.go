@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/jobscope/jobscope/collector"
-	"github.com/jobscope/jobscope/collector/discovery"
+	"github.com/jobscope/jobscope/discovery"
 )
 
 // The privileged test builds a job-shaped cgroup on the hybrid host's v2

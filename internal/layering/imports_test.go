@@ -13,8 +13,8 @@ const module = "github.com/jobscope/jobscope"
 func layer(pkg string) (int, string) {
 	p := strings.TrimPrefix(pkg, module+"/")
 	switch {
-	case p == "collector/discovery" || strings.HasPrefix(p, "collector/discovery/") || p == "job" || strings.HasPrefix(p, "job/"):
-		return 1, "job discovery" // under collector/ until the lead moves it to job/
+	case p == "discovery" || strings.HasPrefix(p, "discovery/"):
+		return 1, "job discovery"
 	case p == "collector":
 		return 2, "collector framework"
 	case strings.HasPrefix(p, "collector/registry"):
@@ -65,7 +65,7 @@ func TestImportLayers(t *testing.T) {
 // pass vacuously).
 func TestLayerOrder(t *testing.T) {
 	for _, c := range []struct{ low, high string }{
-		{"gpu", "collector/discovery"}, {"gpu", "collector/gpu"}, {"power", "collector"}, {"collector/discovery", "collector"},
+		{"gpu", "discovery"}, {"gpu", "collector/gpu"}, {"power", "collector"}, {"discovery", "collector"},
 		{"cgroupfs", "collector/cgroup"}, {"internal/poll", "collector/power"},
 		{"collector", "collector/cgroup"}, {"collector/cgroup", "collector/registry"}, {"collector/registry", "cmd/jobscope"},
 	} {

@@ -19,7 +19,7 @@ import (
 // directory of an unknown scheme and a directory that is no job.
 func sluidFixture(t *testing.T, cfg Config) *Discoverer {
 	t.Helper()
-	root := filepath.Join("..", "..", "testdata", "node-v2-sluid")
+	root := filepath.Join("..", "testdata", "node-v2-sluid")
 	cfg.Layout = Layout{V2: filepath.Join(root, "cgroup")}
 	cfg.ProcFS = filepath.Join(root, "proc")
 	if cfg.PropsDir == "" {

@@ -53,14 +53,14 @@ func TestLayoutFromMountinfo(t *testing.T) {
 }
 
 func TestLayoutFromTree(t *testing.T) {
-	l, err := DetectLayout(filepath.Join("..", "..", "testdata", "node-v1", "cgroup"), "")
+	l, err := DetectLayout(filepath.Join("..", "testdata", "node-v1", "cgroup"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !l.Hybrid() || l.V1["memory"] == "" || l.V1["cpuacct"] == "" {
 		t.Errorf("node-v1 fixture: got %v", l)
 	}
-	l, err = DetectLayout(filepath.Join("..", "..", "testdata", "node-v2", "cgroup"), "")
+	l, err = DetectLayout(filepath.Join("..", "testdata", "node-v2", "cgroup"), "")
 	if err != nil || l.V2 == "" || len(l.V1) != 0 {
 		t.Errorf("node-v2 fixture: got %v %v", l, err)
 	}
