@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/ebpf"
 	gpucoll "github.com/jobscope/jobscope/collector/gpu"
 	"github.com/jobscope/jobscope/slurmcli"
@@ -20,6 +21,7 @@ type options struct {
 	cgroupfs, procfs, sysfs        string
 	logLevel, logFormat            string
 	mode                           string
+	level                          string
 	scrapeTimeout                  time.Duration
 	maxRequests                    int
 	propsDir                       string
@@ -49,6 +51,7 @@ func registerFlags(fs *pflag.FlagSet) *options {
 	fs.DurationVar(&o.scrapeTimeout, "web.scrape-timeout", 10*time.Second, "Longest a scrape may take; Prometheus's X-Prometheus-Scrape-Timeout-Seconds shortens it.")
 	fs.IntVar(&o.maxRequests, "web.max-requests", 2, "Scrapes served at once; more wait for a slot until their deadline, then get 503.")
 	fs.StringVar(&o.mode, "mode", "node", "Role: node (per-job metrics on a compute node) or controller (cluster metrics from Slurm commands); picks the default collectors.")
+	fs.StringVar(&o.level, "metrics.level", "basic", collector.LevelFlagHelp)
 	fs.StringVar(&o.cgroupfs, "path.cgroupfs", "", "cgroup filesystem root; empty detects the mounts from /proc/self/mountinfo. A given tree's version (v1, v2, hybrid) is recognised from the tree.")
 	fs.StringVar(&o.procfs, "path.procfs", "/proc", "procfs mount point.")
 	fs.StringVar(&o.sysfs, "path.sysfs", "/sys", "sysfs mount point.")

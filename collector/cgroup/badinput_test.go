@@ -49,7 +49,9 @@ func newBadRun(t *testing.T, root string) *badRun {
 		ProcOwner: collectortest.FixtureOwner,
 	})
 	problems := collector.NewProblems(log)
-	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys")})
+	// Full level: every file the collector can read is read, so every bad
+	// file is met.
+	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys"), Level: collector.LevelFull})
 	return &badRun{collector.NewExporter(map[string]collector.Collector{"cgroup": c}, collector.Options{Discoverer: disc, Problems: problems, Logger: log}), problems, logs}
 }
 
@@ -269,7 +271,9 @@ func newBadRunV1(t *testing.T, root string) *badRun {
 	disc := discovery.New(discovery.Config{Layout: layout, ProcFS: filepath.Join(root, "proc"),
 		LookupUser: collectortest.LookupUser})
 	problems := collector.NewProblems(log)
-	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys")})
+	// Full level: every file the collector can read is read, so every bad
+	// file is met.
+	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys"), Level: collector.LevelFull})
 	return &badRun{collector.NewExporter(map[string]collector.Collector{"cgroup": c}, collector.Options{Discoverer: disc, Problems: problems, Logger: log}), problems, logs}
 }
 
