@@ -18,15 +18,15 @@ func newEBPFDescs() ebpfDescs {
 		// collector provides the series on this node.
 		cpuCore: collector.CPUCoreDesc(),
 		syscallBytes: collector.NewJobDesc("slurm_job_io_syscall_bytes_total",
-			"Bytes the job's tasks passed through read- and write-type syscalls (task io accounting rchar/wchar: files, pipes, sockets, terminals; exited processes included), from the ebpf collector. Not storage traffic.", "direction"),
+			"Bytes the job's tasks passed through read- and write-type syscalls (task io accounting rchar/wchar: files, pipes, sockets, terminals; exited processes included), from the ebpf collector. Not storage traffic.", "direction").Full(),
 		syscalls: collector.NewJobDesc("slurm_job_io_syscalls_total",
-			"Read- and write-type syscalls of the job's tasks (task io accounting syscr/syscw; exited processes included), from the ebpf collector.", "direction"),
+			"Read- and write-type syscalls of the job's tasks (task io accounting syscr/syscw; exited processes included), from the ebpf collector.", "direction").Full(),
 		storageBytes: collector.NewJobDesc("slurm_job_io_storage_bytes_total",
 			"Bytes the job's tasks caused to be read from storage and dirtied for writing to it (task io accounting read_bytes/write_bytes: page-cache level, local and network filesystems alike, counted when pages are dirtied, so rewritten or truncated pages count too). Not block-device IO; see slurm_job_block_io_bytes_total for that.", "direction"),
 		netBytes: collector.NewJobDesc("slurm_job_network_bytes_total",
 			"IP bytes of the sockets the job's tasks created, headers included (cgroup_skb ingress/egress on the cgroup v2 root, by a tag set at socket creation), from the ebpf collector. RDMA and other kernel-bypass traffic is not seen.", "direction"),
 		netPackets: collector.NewJobDesc("slurm_job_network_packets_total",
-			"IP packets of the sockets the job's tasks created (cgroup_skb ingress/egress), from the ebpf collector.", "direction"),
+			"IP packets of the sockets the job's tasks created (cgroup_skb ingress/egress), from the ebpf collector.", "direction").Full(),
 
 		attached:   self("jobscope_bpf_programs_attached", "eBPF programs jobscope has attached."),
 		entries:    self("jobscope_bpf_map_entries", "Entries in a jobscope BPF map, read at scrape time.", "map"),

@@ -120,6 +120,7 @@ type procReader struct {
 	root    string
 	mounts  []string
 	threads bool
+	exe     bool // read /proc/<pid>/exe (CPU per executable, full level)
 }
 
 // procVanished reports whether err means the process or thread is gone.
@@ -170,10 +171,12 @@ func (r *procReader) readProc(pid int, js *procJobSample, withIO bool, ri *procR
 	if st.Flags&procPFKthread != 0 {
 		return
 	}
-	exe, err := p.Executable()
-	if err != nil {
-		r.classify(ri, pid, err)
-		exe = ""
+	var exe string
+	if r.exe {
+		if exe, err = p.Executable(); err != nil {
+			r.classify(ri, pid, err)
+			exe = ""
+		}
 	}
 	js.processes[procStateIndex(st.State)]++
 	js.nthreads += max(st.NumThreads, 1)
