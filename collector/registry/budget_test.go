@@ -93,7 +93,9 @@ func TestDefaultSeriesBudget(t *testing.T) {
 			}
 		}
 	}
-	procIO := func(name string) bool { return strings.HasPrefix(name, "slurm_job_process_") && strings.Contains(name, "_io_") }
+	procIO := func(name string) bool {
+		return strings.HasPrefix(name, "slurm_job_process_") && strings.Contains(name, "_io_")
+	}
 	procAll, _ := countPerJob(t, filepath.Join(td, "process", "metrics-defaults.golden"), none).most()
 	procNoIO, _ := countPerJob(t, filepath.Join(td, "process", "metrics-defaults.golden"), procIO).most()
 	ebpfMax, _ := countPerJob(t, filepath.Join(td, "ebpf", "metrics.golden"), none).most()
