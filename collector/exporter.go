@@ -22,6 +22,7 @@ type Exporter struct {
 	problems   *Problems
 	serial     atomic.Uint64
 	usage      *usageReader
+	shared     sharedCollections
 
 	durationDesc, successDesc, buildDesc, jobsDesc *Desc
 	discoveryDescs                                 discoveryDescs
@@ -92,7 +93,7 @@ type bound struct {
 // Describe sends nothing: the metric set depends on the node (unchecked collector).
 func (b *bound) Describe(chan<- *prometheus.Desc) {}
 
-func (b *bound) Collect(ch chan<- prometheus.Metric) { b.e.collect(b.ctx, ch) }
+func (b *bound) Collect(ch chan<- prometheus.Metric) { b.e.collectShared(b.ctx, ch) }
 
 type result struct {
 	metrics  []prometheus.Metric
