@@ -7,7 +7,7 @@
 # --metrics.level=full over the same jobs and checks that the breakdowns
 # the basic level leaves out are there.
 
-PORT_FULL=19821
+PORT_FULL=19822
 
 # job_series FILE JOB: the job's series that count against the budget
 # (per-core, power and GPU series are budgeted apart).

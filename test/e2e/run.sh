@@ -810,6 +810,9 @@ cap_run() {
 	install -d -m 0755 "$WORK/noprops"
 	for c in $(mode_collectors node); do args+=("--collector.$c"); done
 	has_flag bpf.pin-path && args+=("--bpf.pin-path=$pin")
+	# The unit's capabilities serve either level; full reads the most
+	# (/proc/<pid>/exe needs CAP_SYS_PTRACE for other users' processes).
+	has_flag metrics.level && args+=(--metrics.level=full)
 	if has_flag slurm.node-metadata.squeue; then
 		args+=(--slurm.node-metadata.squeue=false)
 	elif has_flag slurm.scontrol-fallback; then
