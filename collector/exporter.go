@@ -170,21 +170,12 @@ func (e *Exporter) newRound(ctx context.Context) *round {
 
 func (e *Exporter) runOne(s *Scrape, rc chan<- result) {
 	start := time.Now()
-	mc := make(chan prometheus.Metric, 256)
-	var metrics []prometheus.Metric
-	drained := make(chan struct{})
-	go func() {
-		for m := range mc {
-			metrics = append(metrics, m)
-		}
-		close(drained)
-	}()
 	var err error
-	if !s.protect(func() { err = e.collectors[s.name].Collect(s, mc) }) || (err == nil && s.panicked.Load()) {
-		err = errors.New("panic: see the logged stack (cause panic)")
-	}
-	close(mc)
-	<-drained
+	metrics := collectAll(func(mc chan<- prometheus.Metric) {
+		if !s.protect(func() { err = e.collectors[s.name].Collect(s, mc) }) || (err == nil && s.panicked.Load()) {
+			err = errors.New("panic: see the logged stack (cause panic)")
+		}
+	})
 	switch {
 	case err == nil, s.panicked.Load():
 	case errors.Is(err, ErrNoData):

@@ -84,6 +84,11 @@ func (e *Exporter) collectShared(ctx context.Context, ch chan<- prometheus.Metri
 
 // gather runs one collection into a slice.
 func (e *Exporter) gather(ctx context.Context) []prometheus.Metric {
+	return collectAll(func(ch chan<- prometheus.Metric) { e.collect(ctx, ch) })
+}
+
+// collectAll returns what fn sends, received while fn runs.
+func collectAll(fn func(ch chan<- prometheus.Metric)) []prometheus.Metric {
 	ch := make(chan prometheus.Metric, 256)
 	var out []prometheus.Metric
 	done := make(chan struct{})
@@ -93,7 +98,7 @@ func (e *Exporter) gather(ctx context.Context) []prometheus.Metric {
 		}
 		close(done)
 	}()
-	e.collect(ctx, ch)
+	fn(ch)
 	close(ch)
 	<-done
 	return out
