@@ -122,7 +122,7 @@ func NewProcessCollector(env *collector.Env, o ProcessOptions) (collector.Collec
 	return &processCollector{
 		opts:   o,
 		env:    env,
-		reader: procReader{fs: pfs, root: root, mounts: mounts, threads: o.Threads, exe: o.Level == collector.LevelFull},
+		reader: procReader{fs: pfs, root: root, mounts: mounts, threads: o.Threads, exe: o.Level == collector.LevelFull, statFDs: isProcfs(root)},
 		jobs:   collector.NewState(newProcJobAcct),
 		d:      newProcDescs(),
 		pairs:  collector.NewPairCache(),
