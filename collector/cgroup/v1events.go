@@ -49,7 +49,7 @@ func (jr *jobReader) foldV1Events(t *v1EventTree, jobDir string) {
 				}
 			})
 		}
-		var errFail error = errNotRead
+		errFail := errNotRead
 		if jr.full {
 			b, errFail = jr.r.Read(dir + "/memory.failcnt")
 		}
