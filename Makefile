@@ -23,7 +23,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all build build-static demo test test-deps e2e bench bench-controller bench-bpf kernel-matrix generate docs fmt vet lint clean gpu-bundle \
+.PHONY: all build build-static demo test test-deps e2e bench bench-controller bench-bpf kernel-matrix generate emission-factors docs fmt vet lint clean gpu-bundle \
 	package package-deps package-test package-test-deps
 
 all: build
@@ -127,6 +127,14 @@ gpu-bundle: build
 
 generate:
 	$(GO) generate ./...
+
+# power/emissions_factors.csv from Our World in Data's energy dataset
+# (docs/energy.md): OWID_CSV is owid-energy-data.csv from
+# github.com/owid/energy-data; alpha-2 codes come from Debian's iso-codes.
+OWID_CSV ?= owid-energy-data.csv
+emission-factors:
+	@dpkg -s iso-codes >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends iso-codes >/dev/null; }
+	$(GO) run ./internal/factorsgen -owid $(OWID_CSV) -source "$(OWID_SOURCE)" -o power/emissions_factors.csv
 
 docs:
 	$(GO) test ./collector/registry/ -run TestMetricsDoc -update

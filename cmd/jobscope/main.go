@@ -51,6 +51,12 @@ func run(args []string) int {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
+		// One line, like any wrong flag: the usage is one --help away.
+		fmt.Fprintf(os.Stderr, "jobscope: %v (jobscope --help lists the flags)\n", err)
+		return 2
+	}
+	if err := checkGPUFlags(opts); err != nil {
+		fmt.Fprintf(os.Stderr, "jobscope: %v (jobscope --help lists the flags)\n", err)
 		return 2
 	}
 	if opts.version {
@@ -69,17 +75,7 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	mode := collector.Mode(opts.mode)
-	if mode != collector.ModeNode && mode != collector.ModeController {
-		logger.Error("invalid --mode", "mode", opts.mode, "want", "node or controller")
-		return 2
-	}
-	if opts.webConfig != "" {
-		if err := web.Validate(opts.webConfig); err != nil {
-			logger.Error("invalid --web.config.file", "file", opts.webConfig, "err", err)
-			return 2
-		}
-	}
+	mode := collector.Mode(opts.mode) // checked as it was parsed
 
 	exp, release, err := buildExporter(opts, fs, set, mode, logger)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/jobscope/jobscope/cgroupfs"
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/discovery"
+	"github.com/jobscope/jobscope/internal/flagval"
 )
 
 // Factory describes the cgroup collector: memory, CPU, pressure,
@@ -23,7 +24,8 @@ func Factory() collector.Factory {
 		NeedsJobs: true,
 		Descs:     func() []*collector.Desc { return collector.DescsOf(newCgroupDescs()) },
 		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
-			workers := fs.Int("collector.cgroup.workers", 0, "Jobs read in parallel by the cgroup collector (0: number of CPUs, at most 4).")
+			workers := new(int)
+			flagval.Int(fs, workers, "collector.cgroup.workers", 0, 0, "Jobs read in parallel by the cgroup collector (0: number of CPUs, at most 4).")
 			return func(env *collector.Env) (collector.Collector, error) {
 				return NewCgroupCollector(CgroupOptions{Workers: *workers, SysFS: env.SysFS, PerCoreFromEBPF: env.BPF != nil}), nil
 			}

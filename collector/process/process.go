@@ -12,6 +12,7 @@ import (
 
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/discovery"
+	"github.com/jobscope/jobscope/internal/flagval"
 )
 
 // procUserHZ is the unit of utime/stime in /proc/<pid>/stat on every Linux
@@ -53,11 +54,11 @@ func Factory() collector.Factory {
 			o := &ProcessOptions{}
 			fs.StringSliceVar(&o.Mounts, "collector.process.fs", nil,
 				"Mount points (comma-separated) whose open files are counted per job, e.g. /scratch,/home.")
-			fs.IntVar(&o.TopN, "collector.process.top-n", 5,
+			flagval.Int(fs, &o.TopN, "collector.process.top-n", 5, 0,
 				"Executables per job with their own CPU series; the rest is summed as exe=\"other\".")
 			fs.BoolVar(&o.Threads, "collector.process.threads", false,
 				"Also read every thread's stat and status: threads by state and context switches (several times the cost of the per-process files).")
-			fs.StringVar(&o.IO, "collector.process.io", ProcessIOAuto,
+			flagval.Enum(fs, &o.IO, "collector.process.io", ProcessIOAuto, []string{ProcessIOAuto, ProcessIOOn, ProcessIOOff},
 				"Per-job IO from /proc/<pid>/io: auto (only while the ebpf collector is not loaded), on or off.")
 			return func(env *collector.Env) (collector.Collector, error) {
 				o := *o
