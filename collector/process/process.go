@@ -79,6 +79,7 @@ type processCollector struct {
 	// jobs keeps each job's accounting between scrapes; a job's lock is
 	// held from reading its processes to emitting its counters.
 	jobs *collector.State[procJobAcct]
+	pool *collector.JobPool
 }
 
 // NewProcessCollector builds the process collector over env.ProcFS.
@@ -120,6 +121,7 @@ func NewProcessCollector(env *collector.Env, o ProcessOptions) (collector.Collec
 		env:    env,
 		reader: procReader{fs: pfs, root: root, mounts: mounts, threads: o.Threads},
 		jobs:   collector.NewState(newProcJobAcct),
+		pool:   collector.NewJobPool(procReadWorkers),
 		d:      newProcDescs(),
 		pairs:  collector.NewPairCache(),
 	}, nil
@@ -165,10 +167,11 @@ func (c *processCollector) ioOn() bool {
 func (c *processCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
 	withIO := c.ioOn()
 	jobs := s.Jobs()
-	discovery.PrefetchPIDs(jobs, procReadWorkers)
 	var mu sync.Mutex
 	var ri procReadIssues
-	read := s.EachJob(procReadWorkers, func(j *discovery.Job) {
+	// A job's pids are read in its own task (cgroup.procs can block like
+	// any file), not prefetched for all jobs at once.
+	run := s.EachJob(c.pool, ch, func(j *discovery.Job, ch chan<- prometheus.Metric) {
 		var sample procJobSample
 		var jri procReadIssues
 		series := c.pairs.Job(j)
@@ -185,8 +188,11 @@ func (c *processCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Met
 		mu.Unlock()
 	})
 	var err error
-	if read < len(jobs) {
-		err = fmt.Errorf("process: %d jobs left unread: %w", len(jobs)-read, s.Context().Err())
+	for _, j := range run.TimedOut {
+		c.jobs.Job(s, j) // still running: keep its accounting
+	}
+	if !run.Complete(len(jobs)) {
+		err = fmt.Errorf("process: %d jobs left unread: %w", len(jobs)-run.Done-len(run.TimedOut), s.Context().Err())
 	} else {
 		c.jobs.Sweep(s)
 	}

@@ -1,0 +1,89 @@
+package collector
+
+import (
+	"context"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jobscope/jobscope/discovery"
+	"github.com/jobscope/jobscope/internal/testutil"
+)
+
+// One job whose read never returns costs that job only: every scrape
+// exports the other jobs, the collector's success stays 1, the lost job is
+// counted as cause job_timeout, and the pool neither grows nor leaks a
+// goroutine per scrape while the read stays blocked.
+func TestJobTimeoutLeavesOneJobOut(t *testing.T) {
+	var jobs []*discovery.Job
+	for _, id := range []string{"100", "101", "102", "103", "104", "105", "106", "107"} {
+		jobs = append(jobs, &discovery.Job{ID: id, Version: 2, Dir: "/j" + id})
+	}
+	block := make(chan struct{})
+	var released atomic.Bool
+	perJob := NewDesc("jobscope_test_job_value", "Test value per job.", "jobid")
+	pool := NewJobPool(2)
+	exp := NewExporter(map[string]Collector{
+		"perjob": funcCollector(func(s *Scrape, ch chan<- prometheus.Metric) error {
+			run := s.EachJob(pool, ch, func(j *discovery.Job, ch chan<- prometheus.Metric) {
+				ch <- perJob.Gauge(1, j.ID)
+				if j.ID == "103" {
+					<-block // a read(2) that does not return
+				}
+			})
+			if !released.Load() && (run.Done != len(jobs)-1 || len(run.TimedOut) != 1 || run.TimedOut[0].ID != "103") {
+				t.Errorf("scrape %d: %+v, want 7 done and job 103 timed out", s.Serial(), run)
+			}
+			return nil
+		}),
+	}, Options{
+		Jobs:     func(context.Context, discovery.Problem) []*discovery.Job { return jobs },
+		Problems: NewProblems(nil),
+	})
+	scrape := func() string {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(exp.Bind(ctx))
+		return string(testutil.Exposition(t, reg))
+	}
+	var goroutines []int
+	for i := range 20 {
+		out := scrape()
+		if n := strings.Count(out, "jobscope_test_job_value{"); n != 7 || strings.Contains(out, `jobid="103"`) {
+			t.Fatalf("scrape %d: %d jobs exported, want 7 without job 103:\n%s", i, n, out)
+		}
+		for _, want := range []string{
+			`jobscope_scrape_collector_success{collector="perjob"} 1`,
+			`jobscope_collector_errors_total{cause="job_timeout",collector="perjob"} ` + strconv.Itoa(i+1),
+		} {
+			if !strings.Contains(out, want+"\n") {
+				t.Fatalf("scrape %d: missing %s in\n%s", i, want, out)
+			}
+		}
+		if w := pool.Workers(); w > 3 {
+			t.Fatalf("scrape %d: %d pool workers, want at most size+1 with one stuck", i, w)
+		}
+		goroutines = append(goroutines, runtime.NumGoroutine())
+	}
+	if goroutines[19] > goroutines[1] {
+		t.Errorf("goroutines grew over 20 scrapes: %v", goroutines)
+	}
+	released.Store(true)
+	close(block) // the read returns: its worker leaves, the pool is back to its size
+	deadline := time.Now().Add(5 * time.Second)
+	for pool.Workers() != 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if w := pool.Workers(); w != 2 {
+		t.Errorf("%d pool workers after the read returned, want 2", w)
+	}
+	if out := scrape(); strings.Count(out, "jobscope_test_job_value{") != 8 {
+		t.Errorf("job 103 not back after its read returned:\n%s", out)
+	}
+}
