@@ -125,7 +125,8 @@ func (r JobsRun) Complete(jobs int) bool { return r.Done+len(r.TimedOut) == jobs
 
 // EachJob calls fn for each of the scrape's jobs on p's workers, up to
 // p.Size() at once, and sends what fn emitted to ch. Each job has its share
-// of what is left of the deadline (left × workers ÷ jobs not yet started);
+// of what is left of the deadline (left × workers ÷ jobs not yet started,
+// at least minShare);
 // a job that misses it is left out of this scrape, logged once and counted
 // as cause "job_timeout", and the other jobs go on: the collector's scrape
 // still succeeds. A panic in fn costs that job only (as in Go).
@@ -168,14 +169,22 @@ func (s *Scrape) EachJob(p *JobPool, ch chan<- prometheus.Metric, fn func(j *dis
 	return run
 }
 
+// minShare is the least a job waits for, while half the deadline is left:
+// a busy node (or a slow NFS-backed procfs read) can take a job's reads
+// past its even share without anything being stuck, and leaving a job out
+// is worse than a slower scrape.
+const minShare = time.Second
+
 // share is a job's time: what is left of the deadline, spread over the
-// jobs not yet started, as many at once as there are workers.
+// jobs not yet started, as many at once as there are workers, but at
+// least minShare (or half of what is left, if less).
 func share(deadline time.Time, ok bool, workers, left int) time.Duration {
 	if !ok {
 		return time.Hour
 	}
 	rest := time.Until(deadline)
-	return min(rest, rest*time.Duration(workers)/time.Duration(max(left, 1)))
+	even := rest * time.Duration(workers) / time.Duration(max(left, 1))
+	return min(rest, max(even, min(minShare, rest/2)))
 }
 
 // runJob runs fn for j on a worker within d. out is nil when the job

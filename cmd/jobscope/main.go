@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -25,6 +26,10 @@ var (
 	version  = "dev"
 	revision = "unknown"
 )
+
+// shutdownWait bounds how long SIGTERM waits for requests in flight, whose
+// scrapes were cancelled by the signal: systemd's stop should take seconds.
+const shutdownWait = 1500 * time.Millisecond
 
 func main() {
 	os.Exit(run(os.Args[1:]))
@@ -85,9 +90,13 @@ func run(args []string) int {
 		}
 		return 1
 	}
-	srv := &http.Server{Handler: newMux(exp, opts, logger), ReadHeaderTimeout: 10 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	// Requests' contexts derive from ctx: SIGTERM ends a scrape in flight
+	// (each collector sees its deadline pass and returns), so shutting down
+	// waits for no slow scrape.
+	srv := &http.Server{Handler: newMux(exp, opts, logger), ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
 	errc := make(chan error, 1)
 	go func() {
 		listen := []string{opts.listen}
@@ -102,7 +111,7 @@ func run(args []string) int {
 		}
 	case <-ctx.Done():
 		logger.Info("shutting down")
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownWait)
 		defer cancel()
 		if err := srv.Shutdown(sctx); err != nil {
 			logger.Warn("shutdown", "err", err)
