@@ -21,6 +21,6 @@ done < <(git ls-files '*_test.go' | xargs grep -Ho '^func Fuzz[A-Za-z0-9_]*' | s
 echo "fuzz: $n targets in $((SECONDS - start)) s"
 if [ ${#failed[@]} -gt 0 ]; then
 	printf 'fuzz: FAILED %s\n' "${failed[@]}"
-	git status --short -- '*/testdata/fuzz/*'
+	git status --short --untracked-files=all -- ':(glob)**/testdata/fuzz/**'
 	exit 1
 fi
