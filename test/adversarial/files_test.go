@@ -182,4 +182,3 @@ func copyTree(src, dst string) error {
 	}
 	return os.Rename(tmp, dst)
 }
-
