@@ -26,27 +26,6 @@ func realFiles(f *testing.F, add func(b []byte)) {
 	}
 }
 
-// Every parser at once, seeded with the fixture trees' files.
-func FuzzParsersReal(f *testing.F) {
-	seen := map[string]bool{}
-	realFiles(f, func(b []byte) {
-		if !seen[string(b)] {
-			seen[string(b)] = true
-			f.Add(b)
-		}
-	})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _ = ParseUint(b)
-		_, _ = ParsePSI(b)
-		_, _ = ParseIOStat(b)
-		_, _ = ParseBlkio(b)
-		_, _ = ParseCPUList(b)
-		_, _ = ParseUintList(b)
-		_, _ = ParseLimit(b)
-		_ = ParseFlatKeyed(b, func([]byte, uint64) {})
-	})
-}
-
 // The reader returns a file's exact content, or ErrTooLarge past its limit.
 func FuzzReadIn(f *testing.F) {
 	f.Add([]byte("anon 1879048192\nfile 241172480\n"), uint16(0))
