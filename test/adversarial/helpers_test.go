@@ -24,23 +24,14 @@ import (
 
 var binary string
 
-// TestMain builds jobscope unless JOBSCOPE_BIN names a built one.
+// TestMain runs the suite against the binary JOBSCOPE_BIN names (make
+// test-adversarial builds it); without it, go test ./... passes by: the
+// suite takes minutes and has its own make target and CI step.
 func TestMain(m *testing.M) {
 	binary = os.Getenv("JOBSCOPE_BIN")
 	if binary == "" {
-		dir, err := os.MkdirTemp("", "jobscope-adversarial-")
-		if err != nil {
-			panic(err)
-		}
-		binary = filepath.Join(dir, "jobscope")
-		build := exec.Command("go", "build", "-o", binary, "../../cmd/jobscope")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			panic(err)
-		}
-		code := m.Run()
-		os.RemoveAll(dir)
-		os.Exit(code)
+		fmt.Println("adversarial: JOBSCOPE_BIN not set, suite not run (make test-adversarial)")
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
