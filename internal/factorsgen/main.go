@@ -116,7 +116,7 @@ func latest(r io.Reader, alpha2 map[string]string) ([]row, error) {
 	byCode := map[string]row{}
 	for {
 		rec, err := cr.Read()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
