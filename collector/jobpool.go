@@ -192,10 +192,14 @@ func share(deadline time.Time, ok bool, workers, left int) time.Duration {
 func (s *Scrape) runJob(p *JobPool, j *discovery.Job, fn func(*discovery.Job, chan<- prometheus.Metric), d time.Duration) (out []prometheus.Metric, ok bool) {
 	key := j.Key()
 	p.mu.Lock()
-	stuck := p.inflight[key]
+	stuck, none := p.inflight[key], p.live == p.stuck
 	p.mu.Unlock()
 	if stuck {
 		s.Problem("job_timeout", fmt.Errorf("job %s: its read from an earlier scrape is still blocked; left out", j.ID))
+		return nil, false
+	}
+	if none { // every worker is stuck: waiting would only spend the deadline
+		s.Problem("job_timeout", fmt.Errorf("job %s: every reader of this collector is blocked in a read; left out", j.ID))
 		return nil, false
 	}
 	t := &jobTask{s: s, job: j, fn: fn, done: make(chan struct{})}

@@ -87,3 +87,33 @@ func TestJobTimeoutLeavesOneJobOut(t *testing.T) {
 		t.Errorf("job 103 not back after its read returned:\n%s", out)
 	}
 }
+
+// With every worker of the pool stuck (the replacements too), a scrape
+// does not spend its deadline waiting for one: it leaves every job out at
+// once, counted as job_timeout, and the pool stays at twice its size.
+func TestJobPoolAllStuck(t *testing.T) {
+	var jobs []*discovery.Job
+	for i := range 6 {
+		jobs = append(jobs, &discovery.Job{ID: strconv.Itoa(200 + i), Version: 2, Dir: "/j" + strconv.Itoa(i)})
+	}
+	block := make(chan struct{})
+	defer close(block)
+	pool := NewJobPool(1)
+	scrape := func() (JobsRun, time.Duration) {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+		defer cancel()
+		s := NewScrape(ctx, "perjob", ScrapeOptions{Serial: 1, Jobs: jobs, Problems: NewProblems(nil)})
+		ch := make(chan prometheus.Metric, 16)
+		start := time.Now()
+		run := s.EachJob(pool, ch, func(*discovery.Job, chan<- prometheus.Metric) { <-block })
+		return run, time.Since(start)
+	}
+	first, _ := scrape() // jobs 200 and 201 stick, one worker and its replacement
+	if pool.Workers() != 2 || first.Done != 0 || len(first.TimedOut) != 6 {
+		t.Fatalf("first scrape: %+v, %d workers", first, pool.Workers())
+	}
+	run, took := scrape()
+	if run.Done != 0 || len(run.TimedOut) != 6 || took > 500*time.Millisecond || pool.Workers() != 2 {
+		t.Errorf("second scrape: %+v in %v, %d workers; want every job left out at once, 2 workers", run, took, pool.Workers())
+	}
+}
