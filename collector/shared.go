@@ -24,6 +24,11 @@ type flight struct {
 	// collectors finished); zero when the scrape that started it had none.
 	deadline time.Time
 	scrapes  int // scrapes served by it (tests)
+	// waiting counts the scrapes still waiting; when the last one leaves
+	// before the answer (every client gone, or the server shutting down),
+	// cancel stops the collection and the commands it runs.
+	waiting int
+	cancel  context.CancelFunc
 }
 
 // endsFor reports whether the flight is bound to answer by ctx's deadline:
@@ -43,7 +48,7 @@ type sharedCollections struct {
 // collectShared serves a scrape from the running collection, or starts
 // one. The collection runs under the starting scrape's deadline but not
 // its cancellation: a client that goes away does not cut it short for the
-// scrapes waiting on it.
+// other scrapes waiting on it; it stops when none is left.
 func (e *Exporter) collectShared(ctx context.Context, ch chan<- prometheus.Metric) {
 	start := time.Now()
 	e.shared.mu.Lock()
@@ -52,22 +57,30 @@ func (e *Exporter) collectShared(ctx context.Context, ch chan<- prometheus.Metri
 		f = &flight{done: make(chan struct{})}
 		e.shared.current = f
 		e.shared.count++
-		cctx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
+		cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		if dl, ok := ctx.Deadline(); ok {
 			f.deadline = dl
-			cctx, cancel = context.WithDeadline(cctx, dl)
+			var cancelDL context.CancelFunc
+			cctx, cancelDL = context.WithDeadline(cctx, dl)
+			stop := cancel
+			cancel = func() { cancelDL(); stop() }
 		}
+		f.cancel = cancel
 		go func() {
 			defer cancel()
 			f.metrics = e.gather(cctx)
 			e.shared.mu.Lock()
-			e.shared.current = nil
+			if e.shared.current == f {
+				e.shared.current = nil
+			}
 			e.shared.mu.Unlock()
 			close(f.done)
 		}()
 	}
 	f.scrapes++
+	f.waiting++
 	e.shared.mu.Unlock()
+	defer e.leave(f)
 	select {
 	case <-f.done:
 	case <-ctx.Done():
@@ -79,6 +92,21 @@ func (e *Exporter) collectShared(ctx context.Context, ch chan<- prometheus.Metri
 	}
 	for _, m := range f.metrics {
 		ch <- m
+	}
+}
+
+// leave marks a scrape done with f, cancelling the collection when no
+// scrape waits for it any more.
+func (e *Exporter) leave(f *flight) {
+	e.shared.mu.Lock()
+	defer e.shared.mu.Unlock()
+	f.waiting--
+	if f.waiting == 0 {
+		f.cancel()
+		// A scrape arriving now starts afresh, not on the cancelled one.
+		if e.shared.current == f {
+			e.shared.current = nil
+		}
 	}
 }
 

@@ -118,3 +118,33 @@ func TestWaitingScrapeKeepsItsDeadline(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// When every scrape waiting on a collection has gone (clients closed, the
+// server shutting down), the collection is cancelled: the commands it runs
+// are killed rather than left to their deadline.
+func TestAbandonedCollectionIsCancelled(t *testing.T) {
+	cancelled := make(chan struct{})
+	entered := make(chan struct{})
+	exp := NewExporter(map[string]Collector{"slow": funcCollector(func(s *Scrape, ch chan<- prometheus.Metric) error {
+		close(entered)
+		<-s.Context().Done()
+		close(cancelled)
+		return s.Context().Err()
+	})}, Options{Problems: NewProblems(nil)})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(exp.Bind(ctx))
+		_, _ = reg.Gather()
+	}()
+	<-entered
+	cancel()
+	select {
+	case <-cancelled:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the collection ran on after its only scrape left")
+	}
+	<-done
+}
