@@ -27,9 +27,9 @@ check_close() { # name expected measured relative-tolerance [absolute-tolerance]
 	local abs=${5:-0}
 	if num_ok "$2" && num_ok "$3" && awk -v m="$3" -v e="$2" -v r="$4" -v a="$abs" \
 		'BEGIN{d=m-e; if(d<0)d=-d; t=r*(e<0?-e:e); if(a>t)t=a; exit !(d <= t)}'; then
-		row "$1" "$2 ±$(awk -v r="$4" 'BEGIN{printf "%g%%", r*100}')" "$3" PASS
+		row "$1" "$2 +-$(awk -v r="$4" 'BEGIN{printf "%g%%", r*100}')" "$3" PASS
 	else
-		row "$1" "$2 ±$(awk -v r="$4" 'BEGIN{printf "%g%%", r*100}')" "$3" FAIL
+		row "$1" "$2 +-$(awk -v r="$4" 'BEGIN{printf "%g%%", r*100}')" "$3" FAIL
 	fi
 }
 # check_within NAME LOW HIGH MEASURED [RELATIVE]: LOW*(1-r) <= MEASURED <= HIGH*(1+r).
@@ -46,14 +46,23 @@ check_within() {
 skip() { row "$1" "-" "$2" SKIP; }
 
 print_table() {
-	local r n e m s
-	printf '\n%-62s %-24s %-24s %s\n' ASSERTION EXPECTED MEASURED RESULT
-	printf '%s\n' "$(printf '%.0s-' {1..118})"
+	local r n e m s wn=9 we=8 wm=8 line
+	for r in "${ROWS[@]}"; do # column widths from the content, at most 70
+		IFS=$'\x1f' read -r n e m s <<<"$r"
+		((${#n} > wn)) && wn=${#n}
+		((${#e} > we)) && we=${#e}
+		((${#m} > wm)) && wm=${#m}
+	done
+	((wn > 70)) && wn=70
+	((we > 40)) && we=40
+	((wm > 40)) && wm=40
+	line=$(printf '%*s' $((wn + we + wm + 10)) '' | tr ' ' -)
+	printf '\n%-*s  %-*s  %-*s  %s\n%s\n' "$wn" ASSERTION "$we" EXPECTED "$wm" MEASURED RESULT "$line"
 	for r in "${ROWS[@]}"; do
 		IFS=$'\x1f' read -r n e m s <<<"$r"
-		printf '%-62s %-24s %-24s %s\n' "$n" "$e" "$m" "$s"
+		printf '%-*s  %-*s  %-*s  %s\n' "$wn" "$n" "$we" "$e" "$wm" "$m" "$s"
 	done
-	printf '%s\n' "$(printf '%.0s-' {1..118})"
+	printf '%s\n' "$line"
 	printf '%d assertions, %d failed, %d skipped; %ds in all\n' "${#ROWS[@]}" "$FAILS" \
 		"$(printf '%s\n' "${ROWS[@]}" | grep -c 'SKIP$')" "$(($(date +%s) - ${T0:-$(date +%s)}))"
 }

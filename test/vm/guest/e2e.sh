@@ -42,7 +42,7 @@ NET_MB=50
 VER=$(slurmd -V | awk '{print $2}')
 SLUID_LAYOUT=no
 case ${VER%.*} in 2[6-9].*) SLUID_LAYOUT=yes ;; esac
-QOS=""
+QOS=- # no QOS without slurmdbd
 [ "$DBD" = yes ] && QOS=normal
 log "Debian $SUITE, kernel $(uname -r), Slurm $VER, slurmdbd $DBD"
 
@@ -103,10 +103,14 @@ check_prometheus
 # running slice is counted.
 J_PIN=$(submit alice physics debug pin.sh -n1 -c1 --mem=50M -J pinned --export=ALL,PIN_S=40)
 need 120 "pinned job busy" out_has "$J_PIN" pinning
+PIN_CPU=$(cgfile "$J_PIN" cpuset.cpus.effective)
+isolate_core "$PIN_CPU"
+log "pinned job $J_PIN on CPU $PIN_CPU; ${#ISOLATED_UNITS[@]} services moved off it"
 for i in 1 2 3; do
-	sleep 6
+	sleep $((i == 1 ? 10 : 8))
 	check_percore "pinned busy thread, scrape $i" "$J_PIN" "$M/node-pinned-$i.txt"
 done
+unisolate
 
 # --- Slurm 26.05: CgroupJobIdPaths=yes, slurmd restarted under running jobs ---------
 

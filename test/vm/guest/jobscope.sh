@@ -75,8 +75,9 @@ find_scope() {
 	SCOPE=$(find /sys/fs/cgroup/system.slice -maxdepth 1 -name '*slurmstepd.scope' | head -1)
 	[ -n "$SCOPE" ] || die "no slurmstepd scope under /sys/fs/cgroup/system.slice"
 }
-# sluid JOBID: the job's SLUID (Slurm 26.05+), empty before.
-sluid() { squeue -h -j "$1" -O Sluid 2>/dev/null | tr -d ' '; }
+# sluid JOBID: the job's SLUID (Slurm 26.05+), empty before. -O JobID is the
+# raw id, array tasks included (-j would match a whole array).
+sluid() { squeue -h -a -r -O JobID:24,Sluid:24 2>/dev/null | awk -v j="$1" '$1 == j {print $2; exit}'; }
 # jobdir JOBID: the job-level cgroup: job_<id>, or the SLUID directory.
 jobdir() {
 	local s
@@ -91,4 +92,21 @@ usage_s() { awk '$1=="usage_usec"{printf "%.6f\n", $2/1e6}' "$(jobdir "$1")/cpu.
 # cpulist "0-2,5": one CPU number a line.
 cpulist() {
 	tr ',' '\n' <<<"$1" | awk -F- 'NF==1{print $1} NF==2{for(i=$1;i<=$2;i++)print i}'
+}
+
+# isolate_core CPU: keep every running service (jobscope, Prometheus, Slurm's
+# daemons, this test) off CPU, as core specialization does on HPC nodes, so
+# a job's thread pinned there really runs alone and is never switched out.
+# Jobs (in the slurmstepd scope) keep their own cpusets. unisolate undoes it.
+ISOLATED_UNITS=()
+isolate_core() {
+	local others u
+	others=$(seq 0 $(($(nproc) - 1)) | grep -vx "$1" | paste -sd, -)
+	mapfile -t ISOLATED_UNITS < <(systemctl list-units --type=service --state=running --no-legend --plain | awk '{print $1}')
+	for u in "${ISOLATED_UNITS[@]}"; do systemctl set-property --runtime "$u" AllowedCPUs="$others" 2>/dev/null; done
+}
+unisolate() {
+	local u
+	for u in "${ISOLATED_UNITS[@]}"; do systemctl set-property --runtime "$u" AllowedCPUs= 2>/dev/null; done
+	ISOLATED_UNITS=()
 }
