@@ -6,13 +6,21 @@
 #   make bench  scrape benchmarks on generated 128/512-job trees
 
 GO        ?= go
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# One version for the binary and the packages, from git describe.
+ifndef VERSION
+VERSION   := $(shell sh contrib/packaging/version.sh)
+endif
 REVISION  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.revision=$(REVISION)
 DEMO_ADDR ?= 127.0.0.1:10817
 BIN       := bin/jobscope
+# go-nvml v0.13.4 wraps NVML functions that CUDA 13 deprecates: the warnings
+# say nothing about jobscope, so they are kept out of every build's output.
+CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
+export CGO_CFLAGS
 
-.PHONY: all build build-static demo test test-deps e2e vm-e2e bench bench-bpf generate docs fmt vet clean
+.PHONY: all build build-static demo test test-deps e2e vm-e2e bench bench-bpf generate docs fmt vet clean gpu-bundle \
+	package package-deps package-test package-test-deps
 
 all: build
 
@@ -29,20 +37,46 @@ demo: build
 
 DEMO_FLAGS = --web.listen-address=$(DEMO_ADDR) \
 	--path.cgroupfs=testdata/demo/cgroup --path.procfs=testdata/demo/proc --path.sysfs=testdata/demo/sys \
-	--slurm.job-props-dir=testdata/demo/props --slurm.scontrol-fallback=false --collector.ebpf=false \
+	--slurm.job-props-dir=testdata/demo/props --slurm.node-metadata.squeue=false --collector.ebpf=false \
 	--power.ipmi=command --power.ipmi-command="cat testdata/power/ipmi/good.txt" --power.emissions.country=FR \
 	--gpu.backend=fake --gpu.fake-file=testdata/gpu/demo.json --gpu.job-mapping-dir=testdata/gpu/demo-mapping
 
-# Test tools: promtool (Debian's prometheus package) checks every golden.
-# As root it is installed when missing; otherwise the promtool checks are
-# skipped with a log line (CI runs as root, so there they are required).
+# Test tools: promtool (Debian's prometheus package) checks every golden;
+# chromium opens the job report's HTML page. As root they are installed
+# when missing; otherwise their checks are skipped with a log line (CI runs
+# as root, so there they are required).
 test-deps:
 	@command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } || echo "note: promtool not installed (apt-get install prometheus as root): its checks are skipped"
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; } || echo "note: chromium not installed (apt-get install chromium as root): the report's browser test is skipped"
 
 test: test-deps
-	JOBSCOPE_REQUIRE_PROMTOOL=$(shell command -v promtool >/dev/null && echo 1) $(GO) test -count=1 ./...
+	JOBSCOPE_REQUIRE_PROMTOOL=$$(command -v promtool >/dev/null && echo 1) JOBSCOPE_REQUIRE_CHROMIUM=$$(command -v chromium >/dev/null && echo 1) $(GO) test -count=1 ./...
 	CGO_ENABLED=0 $(GO) build -tags nogpu -o /dev/null ./...
 	$(GO) vet ./...
+
+# .deb and .rpm for each of PKG_ARCHES into dist/: jobscope (cgo, GPU
+# support) and jobscope-static (no cgo, no GPU support); nfpm comes from the
+# Go module proxy (contrib/packaging/build.sh).
+PKG_ARCHES ?= amd64 arm64
+PKG_DEPS   := binutils gzip $(if $(filter arm64,$(PKG_ARCHES)),gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+# The package test: rpm (Debian's), debootstrap, qemu-user (runs the arm64
+# binaries), bpftool (pins a map for the purge to remove), curl, systemd-container
+# (boots the chroot with systemd running).
+PKG_TEST_DEPS := rpm debootstrap qemu-user bpftool curl systemd-container
+
+package: package-deps
+	VERSION='$(VERSION)' REVISION='$(REVISION)' GO='$(GO)' bash contrib/packaging/build.sh $(PKG_ARCHES)
+
+# Checks every file of the packages in dist/ (make package first), then
+# installs, upgrades and purges them in a Debian 12 chroot (root).
+package-test: package-test-deps
+	VERSION='$(VERSION)' GO='$(GO)' bash test/package/run.sh
+
+package-deps package-test-deps:
+	@pkgs="$(if $(filter package-deps,$@),$(PKG_DEPS),$(PKG_TEST_DEPS))"; missing=; \
+	for p in $$pkgs; do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	[ -z "$$missing" ] || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; } || \
+		echo "note: missing$$missing (apt-get install them as root)"
 
 e2e: build
 	sudo -n true 2>/dev/null || [ "$$(id -u)" = 0 ]
@@ -70,6 +104,14 @@ bench: build
 bench-bpf:
 	JOBSCOPE_BENCH_BPF=1 $(GO) test ./bpf/ -run '^TestBenchBPF$$' -count=1 -v
 
+# The real-GPU harness (docs/gpu.md, "Verified on real hardware"): what a
+# GPU machine needs to run `bash .gpurun/run.sh` as root. CI has no GPU.
+gpu-bundle: build
+	mkdir -p .gpurun
+	CGO_ENABLED=0 $(GO) build -o .gpurun/gpucheck ./test/gpu/gpucheck
+	$(GO) build -o .gpurun/nvmldump ./test/gpu/nvmldump
+	cp $(BIN) test/gpu/gpuload.cu test/gpu/run.sh .gpurun/
+
 generate:
 	$(GO) generate ./...
 
@@ -83,4 +125,4 @@ vet:
 	$(GO) vet ./...
 
 clean:
-	rm -rf bin bench.out
+	rm -rf bin bench.out .gpurun build dist

@@ -42,7 +42,7 @@ func newBadRun(t *testing.T, root string, fault func(string) error) *badRun {
 	disc := discovery.New(discovery.Config{
 		Layout: discovery.Layout{V2: filepath.Join(root, "cgroup")}, ProcFS: filepath.Join(root, "proc"),
 		PropsDir: filepath.Join(root, "props"), LookupUser: lookupFixtureUser,
-		StartTime: func(string) int64 { return 1 }, ProcOwner: fixtureOwner,
+		ProcOwner: fixtureOwner,
 	})
 	problems := NewProblems(log)
 	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys"), Fault: fault})
@@ -202,7 +202,7 @@ func newBadRunV1(t *testing.T, root string) *badRun {
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	disc := discovery.New(discovery.Config{Layout: layout, ProcFS: filepath.Join(root, "proc"),
-		LookupUser: lookupFixtureUser, StartTime: func(string) int64 { return 1 }})
+		LookupUser: lookupFixtureUser})
 	problems := NewProblems(log)
 	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys")})
 	return &badRun{NewExporter(map[string]Collector{"cgroup": c}, disc, problems, log, BuildInfo{}), problems, logs}

@@ -127,7 +127,7 @@ func (c *cgroupCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error 
 func infoMetric(d *cgroupDescs, j *discovery.Job) prometheus.Metric {
 	m := j.Meta
 	return prometheus.MustNewConstMetric(d.info, prometheus.GaugeValue, 1,
-		j.ID, m.User, m.Account, m.Partition, m.QOS, m.Name, m.Cluster, m.ArrayJobID, m.ArrayTaskID, m.Key,
+		j.ID, m.User, m.Account, m.Partition, m.QOS, m.Name, m.Cluster, m.ArrayJobID, m.ArrayTaskID, m.SLUID, m.Key,
 		cgroupVersion(j), m.Source)
 }
 

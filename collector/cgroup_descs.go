@@ -34,8 +34,8 @@ func newCgroupDescs() cgroupDescs {
 func cgroupDescList() cgroupDescs {
 	return cgroupDescs{
 		info: prometheus.NewDesc("slurm_job_info",
-			"Slurm job running on this node; metadata from the prolog's job-props directory, a job process's environment or scontrol (metadata_source). Always 1.",
-			[]string{"jobid", "user", "account", "partition", "qos", "name", "cluster", "array_job_id", "array_task_id", "job_key", "cgroup_version", "metadata_source"}, nil),
+			"Slurm job running on this node. Metadata from the prolog's job-props directory, a job process's environment and a background squeue, merged field by field (metadata_source names those that gave a field, or none: filled in later). sluid is Slurm 26.05's unique job id (empty before 26.05); job_key tells apart jobs that reuse an id: the SLUID, else cluster/jobid/start time. Always 1.",
+			[]string{"jobid", "user", "account", "partition", "qos", "name", "cluster", "array_job_id", "array_task_id", "sluid", "job_key", "cgroup_version", "metadata_source"}, nil),
 		memUsage: jobDesc("slurm_job_memory_usage_bytes",
 			"Memory charged to the job cgroup, page cache included (v2 memory.current, v1 memory.usage_in_bytes)."),
 		memPeak: jobDesc("slurm_job_memory_peak_bytes",

@@ -30,5 +30,7 @@ func DescsOf(v any) []*prometheus.Desc {
 // frameworkDescs are the metrics the exporter itself emits.
 func frameworkDescs() []*prometheus.Desc {
 	e := NewExporter(nil, nil, NewProblems(nil), nil, BuildInfo{})
-	return []*prometheus.Desc{e.durationDesc, e.successDesc, e.buildDesc, e.jobsDesc, NewProblems(nil).desc}
+	dd := e.discoveryDescs
+	return []*prometheus.Desc{e.durationDesc, e.successDesc, e.buildDesc, e.jobsDesc, NewProblems(nil).desc,
+		dd.dirs, dd.skipped, dd.squeueUp, dd.squeueRuns, dd.squeueErrors}
 }

@@ -25,6 +25,7 @@ type Exporter struct {
 	info       BuildInfo
 
 	durationDesc, successDesc, buildDesc, jobsDesc *prometheus.Desc
+	discoveryDescs                                 discoveryDescs
 }
 
 // BuildInfo labels jobscope_build_info.
@@ -47,11 +48,16 @@ func NewExporter(collectors map[string]Collector, disc *discovery.Discoverer, pr
 			"jobscope version, git revision and Go version; always 1.", []string{"version", "revision", "goversion"}, nil),
 		jobsDesc: prometheus.NewDesc("jobscope_jobs",
 			"Slurm jobs discovered in this node's cgroups in this scrape.", nil, nil),
+		discoveryDescs: newDiscoveryDescs(),
 	}
 }
 
 // Names lists the enabled collectors.
 func (e *Exporter) Names() []string { return e.names }
+
+// Discovery returns job discovery (nil in controller mode without node
+// collectors), for the landing page.
+func (e *Exporter) Discovery() *discovery.Discoverer { return e.disc }
 
 // Bind returns a prometheus.Collector that scrapes under ctx (the request's
 // context with the scrape deadline).
@@ -75,7 +81,7 @@ type result struct {
 
 func (e *Exporter) collect(ctx context.Context, ch chan<- prometheus.Metric) {
 	start := time.Now()
-	jobs := e.jobsOnce(ctx)
+	jobs, scan := e.jobsOnce(ctx)
 	results := make(map[string]chan result, len(e.names))
 	for _, name := range e.names {
 		rc := make(chan result, 1)
@@ -108,23 +114,27 @@ func (e *Exporter) collect(ctx context.Context, ch chan<- prometheus.Metric) {
 	}
 	if e.disc != nil {
 		ch <- prometheus.MustNewConstMetric(e.jobsDesc, prometheus.GaugeValue, float64(len(jobs())))
+		e.discoveryDescs.collect(ch, scan(), e.disc.Status())
 	}
 	ch <- prometheus.MustNewConstMetric(e.buildDesc, prometheus.GaugeValue, 1, e.info.Version, e.info.Revision, e.info.GoVersion)
 	e.problems.collect(ch)
 }
 
-// jobsOnce runs discovery at most once per scrape, when a collector asks.
-func (e *Exporter) jobsOnce(ctx context.Context) func() []*discovery.Job {
+// jobsOnce runs discovery at most once per scrape, when a collector asks;
+// scan says what that pass saw.
+func (e *Exporter) jobsOnce(ctx context.Context) (jobs func() []*discovery.Job, scan func() discovery.ScanStats) {
 	var once sync.Once
-	var jobs []*discovery.Job
-	return func() []*discovery.Job {
+	var found []*discovery.Job
+	var stats discovery.ScanStats
+	jobs = func() []*discovery.Job {
 		once.Do(func() {
 			if e.disc != nil {
-				jobs = e.disc.Discover(ctx, func(cause string, err error) { e.problems.Report("discovery", cause, err) })
+				found, stats = e.disc.DiscoverStats(ctx, func(cause string, err error) { e.problems.Report("discovery", cause, err) })
 			}
 		})
-		return jobs
+		return found
 	}
+	return jobs, func() discovery.ScanStats { jobs(); return stats }
 }
 
 func (e *Exporter) runOne(ctx context.Context, name string, jobs func() []*discovery.Job, rc chan<- result) {

@@ -37,7 +37,7 @@ func gpuFixture(t testing.TB, node string, open func(gpu.Config) (gpu.Backend, e
 			}
 			return "", errors.New("unknown uid")
 		},
-		StartTime: func(string) int64 { return 1795000000 }, ProcOwner: fixtureOwner,
+		ProcOwner: fixtureOwner,
 	})
 	env := &Env{ProcFS: filepath.Join(root, "proc"), Shared: NewShared()}
 	c, err := NewGPUCollector(env, GPUOptions{Backend: "auto", MappingDir: filepath.Join(root, "mapping"), Open: open})

@@ -37,7 +37,7 @@ func fixtureExporter(t testing.TB, node string) (*Exporter, *Problems) {
 	}
 	disc := discovery.New(discovery.Config{
 		Layout: layout, ProcFS: filepath.Join(root, "proc"), PropsDir: filepath.Join(root, "props"),
-		LookupUser: lookupFixtureUser, StartTime: func(string) int64 { return 1795000000 }, ProcOwner: fixtureOwner,
+		LookupUser: lookupFixtureUser, ProcOwner: fixtureOwner,
 	})
 	problems := NewProblems(nil)
 	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys")})
@@ -52,7 +52,7 @@ func gatherer(exp *Exporter) prometheus.Gatherer {
 }
 
 func TestNodeGolden(t *testing.T) {
-	for _, node := range []string{"node-v1", "node-v2"} {
+	for _, node := range []string{"node-v1", "node-v2", "node-v2-sluid"} {
 		t.Run(node, func(t *testing.T) {
 			exp, _ := fixtureExporter(t, node)
 			g := gatherer(exp)

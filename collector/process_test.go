@@ -45,7 +45,6 @@ func procFixtureJobs(t testing.TB, root string) func() []*discovery.Job {
 		ProcFS:     filepath.Join(root, "proc"),
 		PropsDir:   filepath.Join(root, "props"),
 		LookupUser: func(int) (string, error) { return "", errors.New("no users in fixtures") },
-		StartTime:  func(string) int64 { return 1795000000 },
 	})
 	return func() []*discovery.Job {
 		return d.Discover(context.Background(), func(cause string, err error) { t.Errorf("discovery: %s: %v", cause, err) })

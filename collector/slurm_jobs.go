@@ -42,10 +42,10 @@ func newSlurmJobs(c *slurmcli.Cache) *slurmJobs {
 	return &slurmJobs{
 		cache:  c,
 		status: newSlurmSourceStatus(),
-		byPart: newSlurmJobGroupDescs("slurm_jobs", "partition and state", []string{"partition", "state"}),
-		byUser: newSlurmJobGroupDescs("slurm_user_jobs", "user and state", []string{"user", "state"}),
-		byAcct: newSlurmJobGroupDescs("slurm_account_jobs", "account and state", []string{"account", "state"}),
-		pending: prometheus.NewDesc("slurm_jobs_pending",
+		byPart: newSlurmJobGroupDescs("slurm_queue_jobs", "partition and state", []string{"partition", "state"}),
+		byUser: newSlurmJobGroupDescs("slurm_queue_user_jobs", "user and state", []string{"user", "state"}),
+		byAcct: newSlurmJobGroupDescs("slurm_queue_account_jobs", "account and state", []string{"account", "state"}),
+		pending: prometheus.NewDesc("slurm_queue_jobs_pending",
 			"Pending jobs by partition and the reason Slurm gives (Priority, Resources, BeginTime, JobHeldUser, ...); a pending job array counts each task. From squeue, cached per --slurm.poll-interval.",
 			[]string{"partition", "reason"}, nil),
 	}

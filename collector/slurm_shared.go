@@ -41,11 +41,9 @@ func slurmFlags(fs *pflag.FlagSet) {
 		"Controller mode: path of single Slurm commands, e.g. squeue=/opt/slurm/bin/squeue.")
 }
 
-// SlurmRunnerFromFlags builds a command runner from the --slurm.* flags
-// (bin dir, command paths, timeout). The flags exist whenever a cluster
-// collector's factory is registered, whatever the mode; job discovery uses
-// such a runner for its scontrol fallback (slurmcli.ScontrolJobFields).
-func SlurmRunnerFromFlags(fs *pflag.FlagSet, log *slog.Logger) (*slurmcli.Runner, error) {
+// slurmRunnerFromFlags builds the cluster collectors' command runner from
+// the --slurm.* flags (bin dir, command paths, timeout).
+func slurmRunnerFromFlags(fs *pflag.FlagSet, log *slog.Logger) (*slurmcli.Runner, error) {
 	if fs.Lookup("slurm.command-timeout") == nil {
 		return nil, fmt.Errorf("--slurm.* flags are not registered")
 	}
@@ -83,7 +81,7 @@ func slurmCache(fs *pflag.FlagSet, env *Env) (*slurmcli.Cache, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--slurm.format: %w", err)
 		}
-		runner, err := SlurmRunnerFromFlags(fs, env.Logger)
+		runner, err := slurmRunnerFromFlags(fs, env.Logger)
 		if err != nil {
 			return nil, err
 		}
@@ -174,5 +172,6 @@ func (st slurmSourceStatus) read(s *Scrape, c *slurmcli.Cache, src slurmcli.Sour
 }
 
 // slurmLabel keeps label values valid UTF-8 (const metrics panic on
-// anything else), whatever bytes Slurm printed.
-func slurmLabel(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
+// anything else), whatever bytes Slurm printed, and makes Slurm's "(null)"
+// (an unset field) an empty label, as node mode does.
+func slurmLabel(s string) string { return strings.ToValidUTF8(slurmcli.Clean(s), "\uFFFD") }

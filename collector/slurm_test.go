@@ -124,33 +124,33 @@ func slurmExpect(t testing.TB, prefix string, got, want map[string]float64) {
 // 20489 MiB, AllocMem 856 MiB (256M job 2 + 600M job 3), FreeMem 22372 MiB,
 // gpu 2 configured, 1 allocated (job 3's --gres=gpu:1).
 var slurmHandChecked = map[string]float64{
-	`slurm_jobs{partition="debug",state="running"}`:              1,
-	`slurm_jobs{partition="batch",state="running"}`:              1,
-	`slurm_jobs{partition="debug",state="pending"}`:              5,
-	`slurm_jobs{partition="batch",state="pending"}`:              4,
-	`slurm_jobs_cpus{partition="batch",state="running"}`:         1,
-	`slurm_jobs_gpus{partition="batch",state="running"}`:         1,
-	`slurm_jobs_memory_bytes{partition="batch",state="running"}`: 600 << 20,
-	`slurm_user_jobs{state="pending",user="bob"}`:                5,
-	`slurm_user_jobs{state="pending",user="alice"}`:              4,
-	`slurm_account_jobs{account="physics",state="pending"}`:      3,
-	`slurm_account_jobs{account="chemistry",state="pending"}`:    6,
-	`slurm_jobs_pending{partition="debug",reason="JobHeldUser"}`: 1,
-	`slurm_jobs_pending{partition="batch",reason="Priority"}`:    3,
-	`slurm_nodes{state="allocated"}`:                             1,
-	`slurm_partition_nodes{partition="debug",state="allocated"}`: 1,
-	`slurm_partition_nodes{partition="batch",state="allocated"}`: 1,
-	`slurm_cpus{state="allocated"}`:                              2,
-	`slurm_cpus{state="idle"}`:                                   0,
-	`slurm_cpus{state="other"}`:                                  0,
-	`slurm_cpus_configured`:                                      2,
-	`slurm_memory_real_bytes`:                                    20489 << 20,
-	`slurm_memory_allocated_bytes`:                               856 << 20,
-	`slurm_memory_free_bytes`:                                    22372 << 20,
-	`slurm_gpus_configured`:                                      2,
-	`slurm_gpus_allocated`:                                       1,
-	`jobscope_slurm_up{source="jobs"}`:                           1,
-	`jobscope_slurm_snapshot_age_seconds{source="jobs"}`:         0,
+	`slurm_queue_jobs{partition="debug",state="running"}`:                1,
+	`slurm_queue_jobs{partition="batch",state="running"}`:                1,
+	`slurm_queue_jobs{partition="debug",state="pending"}`:                5,
+	`slurm_queue_jobs{partition="batch",state="pending"}`:                4,
+	`slurm_queue_jobs_cpus{partition="batch",state="running"}`:           1,
+	`slurm_queue_jobs_gpus{partition="batch",state="running"}`:           1,
+	`slurm_queue_jobs_memory_bytes{partition="batch",state="running"}`:   600 << 20,
+	`slurm_queue_user_jobs{state="pending",user="bob"}`:                  5,
+	`slurm_queue_user_jobs{state="pending",user="alice"}`:                4,
+	`slurm_queue_account_jobs{account="physics",state="pending"}`:        3,
+	`slurm_queue_account_jobs{account="chemistry",state="pending"}`:      6,
+	`slurm_queue_jobs_pending{partition="debug",reason="JobHeldUser"}`:   1,
+	`slurm_queue_jobs_pending{partition="batch",reason="Priority"}`:      3,
+	`slurm_cluster_nodes{state="allocated"}`:                             1,
+	`slurm_cluster_partition_nodes{partition="debug",state="allocated"}`: 1,
+	`slurm_cluster_partition_nodes{partition="batch",state="allocated"}`: 1,
+	`slurm_cluster_cpus{state="allocated"}`:                              2,
+	`slurm_cluster_cpus{state="idle"}`:                                   0,
+	`slurm_cluster_cpus{state="other"}`:                                  0,
+	`slurm_cluster_cpus_configured`:                                      2,
+	`slurm_cluster_memory_real_bytes`:                                    20489 << 20,
+	`slurm_cluster_memory_allocated_bytes`:                               856 << 20,
+	`slurm_cluster_memory_free_bytes`:                                    22372 << 20,
+	`slurm_cluster_gpus_configured`:                                      2,
+	`slurm_cluster_gpus_allocated`:                                       1,
+	`jobscope_slurm_up{source="jobs"}`:                                   1,
+	`jobscope_slurm_snapshot_age_seconds{source="jobs"}`:                 0,
 }
 
 // TestSlurmGolden renders the whole cluster output for the "running"
@@ -194,14 +194,14 @@ func TestSlurmJobsOnlyQueued(t *testing.T) {
 	got := slurmSeries(t, testutil.Exposition(t, slurmGather(context.Background(), exp)))
 	var total float64
 	for k, v := range got {
-		if strings.HasPrefix(k, "slurm_jobs{") {
+		if strings.HasPrefix(k, "slurm_queue_jobs{") {
 			total += v
 		}
 	}
-	if total != 2 || got[`slurm_jobs{partition="debug",state="pending"}`] != 2 {
+	if total != 2 || got[`slurm_queue_jobs{partition="debug",state="pending"}`] != 2 {
 		t.Errorf("jobs in queue %v, want 2 pending (jobs 8 and 10)", total)
 	}
-	if got[`slurm_nodes{state="idle"}`] != 1 || got[`slurm_cpus{state="idle"}`] != 2 {
+	if got[`slurm_cluster_nodes{state="idle"}`] != 1 || got[`slurm_cluster_cpus{state="idle"}`] != 2 {
 		t.Errorf("after: nodes %v", got)
 	}
 }
@@ -218,7 +218,7 @@ func TestSlurmConcurrentScrapes(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			got := slurmSeries(t, testutil.Exposition(t, slurmGather(ctx, exp)))
-			if got[`slurm_nodes{state="allocated"}`] != 1 {
+			if got[`slurm_cluster_nodes{state="allocated"}`] != 1 {
 				t.Errorf("a scrape missed the data: %v", got[`jobscope_slurm_up{source="nodes"}`])
 			}
 		}()
@@ -258,9 +258,9 @@ func TestSlurmHangingCommandKilled(t *testing.T) {
 		`jobscope_scrape_collector_success{collector="slurm_jobs"}`:             0,
 		`jobscope_scrape_collector_success{collector="slurm_nodes"}`:            1,
 		`jobscope_slurm_up{source="nodes"}`:                                     1,
-		`slurm_nodes{state="allocated"}`:                                        1,
+		`slurm_cluster_nodes{state="allocated"}`:                                1,
 	})
-	if _, ok := got[`slurm_jobs{partition="debug",state="running"}`]; ok {
+	if _, ok := got[`slurm_queue_jobs{partition="debug",state="running"}`]; ok {
 		t.Error("job values served though squeue never answered")
 	}
 	if pids := f.HungPIDs("squeue"); !slurmclitest.WaitGone(pids) {
@@ -308,7 +308,7 @@ func TestSlurmFailingCommandAges(t *testing.T) {
 			`jobscope_slurm_snapshot_age_seconds{source="jobs"}`:                 (time.Duration(i) * 2 * time.Minute).Seconds(),
 			`jobscope_slurm_up{source="jobs"}`:                                   0,
 			`jobscope_scrape_collector_success{collector="slurm_jobs"}`:          0,
-			`slurm_jobs{partition="debug",state="running"}`:                      1,
+			`slurm_queue_jobs{partition="debug",state="running"}`:                1,
 			`jobscope_slurm_command_errors_total{cause="exit",command="squeue"}`: float64(i),
 			`jobscope_slurm_snapshot_age_seconds{source="nodes"}`:                0,
 			`jobscope_slurm_up{source="nodes"}`:                                  1,
@@ -316,7 +316,7 @@ func TestSlurmFailingCommandAges(t *testing.T) {
 	}
 	clk.Add(5 * time.Minute) // 11 minutes without a good squeue; max age 10
 	got := scrape()
-	if _, ok := got[`slurm_jobs{partition="debug",state="running"}`]; ok {
+	if _, ok := got[`slurm_queue_jobs{partition="debug",state="running"}`]; ok {
 		t.Error("values older than --slurm.max-age still served")
 	}
 	if got[`jobscope_slurm_snapshot_age_seconds{source="jobs"}`] != 660 {

@@ -5,7 +5,6 @@
 package contrib
 
 import (
-	"bufio"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -15,42 +14,13 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/jobscope/jobscope/internal/testutil"
 )
 
-// goldenMetrics returns every metric name in the exporter's golden outputs
-// (testdata/**/*.golden): what jobscope really prints.
-func goldenMetrics(t *testing.T) map[string]bool {
-	t.Helper()
-	names := map[string]bool{}
-	err := filepath.WalkDir("../testdata", func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".golden") {
-			return err
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
-				names[strings.Fields(rest)[0]] = true
-			} else if line != "" && line[0] != '#' {
-				names[strings.FieldsFunc(line, func(r rune) bool { return r == '{' || r == ' ' })[0]] = true
-			}
-		}
-		return sc.Err()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(names) < 20 {
-		t.Fatalf("only %d metric names in testdata/**/*.golden: goldens missing?", len(names))
-	}
-	return names
-}
+// goldenMetrics returns every metric name in the exporter's golden outputs.
+func goldenMetrics(t *testing.T) map[string]bool { return testutil.GoldenMetricNames(t, "../testdata") }
 
 var (
 	quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|` + "`[^`]*`")
@@ -143,6 +113,19 @@ func TestPromtoolCheckRules(t *testing.T) {
 	args := append([]string{"check", "rules"}, ruleFiles(t)...)
 	if out, err := exec.Command(p, args...).CombinedOutput(); err != nil {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
+	}
+}
+
+// TestPromtoolRuleTests runs the rule unit tests (prometheus/tests): the
+// alerts fire on the series that should raise them, and only there.
+func TestPromtoolRuleTests(t *testing.T) {
+	p := promtool(t)
+	tests, _ := filepath.Glob("prometheus/tests/*.yml")
+	if len(tests) == 0 {
+		t.Fatal("no rule tests under contrib/prometheus/tests")
+	}
+	if out, err := exec.Command(p, append([]string{"test", "rules"}, tests...)...).CombinedOutput(); err != nil {
+		t.Fatalf("promtool test rules: %v\n%s", err, out)
 	}
 }
 
@@ -468,4 +451,98 @@ func TestPrologEpilog(t *testing.T) {
 	}
 	// The epilog of a job without props, or of a missing directory, succeeds.
 	runScript(t, "slurm/epilog.sh", "JOBSCOPE_JOB_PROPS_DIR="+dir+"/none", "SLURM_JOB_ID=44")
+}
+
+// TestReportEpilog runs the job-end report script as slurmd would, with a
+// stand-in for jobscope that records how it was called. It needs root
+// (the script runs the report as the job's user through runuser).
+func TestReportEpilog(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("runs the report as another user through runuser: needs root")
+	}
+	if _, err := exec.LookPath("runuser"); err != nil {
+		t.Skip("no runuser")
+	}
+	dir := t.TempDir()
+	os.Chmod(filepath.Dir(dir), 0o755) // the user must reach the stand-in and the work dir
+	work := filepath.Join(dir, "work")
+	os.Mkdir(work, 0o777)
+	os.Chmod(work, 0o1777)
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "jobscope")
+	// The stand-in writes its arguments where --output points, as the user.
+	os.WriteFile(bin, []byte("#!/bin/sh\nfor a; do case $a in --output=*) out=${a#--output=};; esac; done\n"+
+		"{ id -un; printf '%s\\n' \"$@\"; } > \"$out\"\n"), 0o755)
+	conf := filepath.Join(dir, "epilog.conf")
+	env := func(job, user string) []string {
+		return []string{"JOBSCOPE_REPORT_EPILOG_CONF=" + conf, "SLURM_JOB_ID=" + job, "SLURM_JOB_USER=" + user,
+			"SLURM_JOB_WORK_DIR=" + work, "SLURM_SCRIPT_CONTEXT=epilog_slurmd"}
+	}
+	wait := func(name string) string {
+		for i := 0; i < 100; i++ {
+			if b, err := os.ReadFile(filepath.Join(work, name)); err == nil && len(b) > 0 {
+				return string(b)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return ""
+	}
+	// Off by default: no conf file, or ENABLE other than yes.
+	runScript(t, "slurm/epilog.d/jobscope-report.sh", env("41", "nobody")...)
+	os.WriteFile(conf, []byte("ENABLE=no\nBIN="+bin+"\n"), 0o644)
+	runScript(t, "slurm/epilog.d/jobscope-report.sh", env("41", "nobody")...)
+	time.Sleep(300 * time.Millisecond)
+	if ents, _ := os.ReadDir(work); len(ents) != 0 {
+		t.Fatalf("report written while off: %v", ents)
+	}
+	os.WriteFile(conf, []byte("ENABLE=yes\nBIN="+bin+"\nCONFIG=/etc/site.yml\nFORMAT=html\n"), 0o644)
+	runScript(t, "slurm/epilog.d/jobscope-report.sh", env("42", "nobody")...)
+	got := wait("jobscope-42.html")
+	for _, want := range []string{"nobody\nreport\n", "--config=/etc/site.yml", "--format=html", "--reused=latest", "--ended", "\n42\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report call %q lacks %q", got, want)
+		}
+	}
+	// Ids and user names that are not plain are refused.
+	runScript(t, "slurm/epilog.d/jobscope-report.sh", env("43;x", "nobody")...)
+	runScript(t, "slurm/epilog.d/jobscope-report.sh", env("44", "-nobody")...)
+	time.Sleep(300 * time.Millisecond)
+	if ents, _ := os.ReadDir(work); len(ents) != 1 {
+		t.Errorf("files in the work dir: %v", ents)
+	}
+}
+
+// Slurm 26.05: the prolog links the job's SLUID to its props file (the
+// cgroup directory may be named by either); the epilog removes the link.
+func TestPrologSLUID(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "jobs")
+	env := []string{"JOBSCOPE_JOB_PROPS_DIR=" + dir, "PATH=/usr/bin:/bin", "SLURM_JOB_ID=45",
+		"SLURM_JOB_SLUID=sDVNM87TZNTA00", "SLURM_JOB_START_TIME=1795000000", "SLURM_JOB_ACCOUNT=physics"}
+	runScript(t, "slurm/prolog.sh", env...)
+	got := string(mustRead(t, filepath.Join(dir, "sDVNM87TZNTA00")))
+	want := "SLURM_JOB_ID=45\nSLURM_JOB_ACCOUNT=physics\nSLURM_JOB_SLUID=sDVNM87TZNTA00\nSLURM_JOB_START_TIME=1795000000\n"
+	if got != want {
+		t.Errorf("props through the SLUID link:\n%s\nwant:\n%s", got, want)
+	}
+	// Nothing but a SLUID becomes a file name.
+	for _, bad := range []string{"../../x", "sDVNM87TZNTAI0", "sdvnm87tznta00", "sDVNM87TZNTA0"} {
+		runScript(t, "slurm/prolog.sh", "JOBSCOPE_JOB_PROPS_DIR="+dir, "SLURM_JOB_ID=46", "SLURM_JOB_SLUID="+bad)
+	}
+	ents, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, ",") != "45,46,sDVNM87TZNTA00" {
+		t.Errorf("props dir holds %v", names)
+	}
+	// Another job's epilog with the same SLUID value leaves the link alone.
+	runScript(t, "slurm/epilog.sh", "JOBSCOPE_JOB_PROPS_DIR="+dir, "SLURM_JOB_ID=46", "SLURM_JOB_SLUID=sDVNM87TZNTA00")
+	if _, err := os.Lstat(filepath.Join(dir, "sDVNM87TZNTA00")); err != nil {
+		t.Error("epilog of job 46 removed job 45's SLUID link")
+	}
+	runScript(t, "slurm/epilog.sh", "JOBSCOPE_JOB_PROPS_DIR="+dir, "SLURM_JOB_ID=45", "SLURM_JOB_SLUID=sDVNM87TZNTA00")
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("epilog left %v", ents)
+	}
 }

@@ -147,9 +147,11 @@ func (st *mapState) claim(uuid, job string, method Method) {
 	}
 }
 
-// fromMappingDir reads dcgm-exporter's HPC job mapping format: one file per
-// GPU, named by its index (or, as an extension, a GPU or MIG UUID),
-// holding the id of the job that holds it, one per line.
+// fromMappingDir reads the GPU-to-job files sites write: one file per GPU,
+// named by its index (dcgm-exporter's HPC job mapping), its GPU UUID, or
+// a MIG instance's UUID (Princeton's jobstats), holding the ids of the
+// jobs that hold it, one per line; a line may go on after the id
+// (jobstats writes "<jobid> <uid>").
 func (m *Mapper) fromMappingDir(st *mapState, present map[string]bool) {
 	entries, err := os.ReadDir(m.MappingDir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -174,11 +176,11 @@ func (m *Mapper) fromMappingDir(st *mapState, present map[string]bool) {
 			continue // removed by the epilog meanwhile
 		}
 		for _, line := range strings.Split(string(b), "\n") {
-			id := strings.TrimSpace(line)
+			f := strings.Fields(line)
 			// A job that is no longer on the node is a file the epilog
 			// has not removed yet: not a claim.
-			if id != "" && present[id] {
-				st.claim(st.ix.resolve(r), id, MethodMappingDir)
+			if len(f) > 0 && present[f[0]] {
+				st.claim(st.ix.resolve(r), f[0], MethodMappingDir)
 			}
 		}
 	}

@@ -228,3 +228,57 @@ func TestMapIdleAllocated(t *testing.T) {
 	}
 	want(t, got, devs[1].UUID, "70", MethodEnviron)
 }
+
+// Every file format sites write names a GPU by index, GPU UUID or MIG
+// UUID: dcgm-exporter's per-index files (a job id per line), jobstats'
+// MIG-<uuid> files ("<jobid> <uid>"), GPU-<uuid> files; UUIDs in any case.
+func TestMapMappingDirFormats(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "0"), "10\n11\n")                                         // dcgm-exporter: two jobs share GPU 0
+	write(t, filepath.Join(dir, "MIG-dddd0000-0000-0000-0000-000000000031"), "12 1001\n") // jobstats
+	write(t, filepath.Join(dir, "GPU-BBBB0000-0000-0000-0000-000000000002"), "\t13\t\n")  // upper-case hex
+	write(t, filepath.Join(dir, "gpu-aaaa0000-0000-0000-0000-000000000001"), "14\n")      // lower-case prefix
+	got, probs := (&Mapper{MappingDir: dir}).Map(testNode(), []Job{{ID: "10"}, {ID: "11"}, {ID: "12"}, {ID: "13"}, {ID: "14"}})
+	want(t, got, "GPU-aaaa0000-0000-0000-0000-000000000000", "10", MethodMappingDir)
+	want(t, got, "MIG-dddd0000-0000-0000-0000-000000000031", "12", MethodMappingDir)
+	want(t, got, "GPU-bbbb0000-0000-0000-0000-000000000002", "13", MethodMappingDir)
+	want(t, got, "GPU-aaaa0000-0000-0000-0000-000000000001", "14", MethodMappingDir)
+	// The second job on GPU 0 is a conflict, reported, first claim kept.
+	if causes(probs) != "mapping_conflict" {
+		t.Errorf("problems %q", causes(probs))
+	}
+}
+
+// With gres.conf Flags=env_uuid Slurm names GPUs by UUID in SLURM_JOB_GPUS
+// and SLURM_STEP_GPUS too, MIG instances by MIG UUID; lists may mix forms.
+func TestMapEnvironUUIDs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want []string
+	}{
+		{"job gpus uuids", map[string]string{"SLURM_JOB_GPUS": "GPU-aaaa0000-0000-0000-0000-000000000000,GPU-bbbb0000-0000-0000-0000-000000000002"},
+			[]string{"GPU-aaaa0000-0000-0000-0000-000000000000", "GPU-bbbb0000-0000-0000-0000-000000000002"}},
+		{"step gpus mig uuid", map[string]string{"SLURM_STEP_GPUS": "MIG-dddd0000-0000-0000-0000-000000000032"},
+			[]string{"MIG-dddd0000-0000-0000-0000-000000000032"}},
+		{"mixed index and uuid, spaces", map[string]string{"SLURM_JOB_GPUS": " 1 , GPU-bbbb0000-0000-0000-0000-000000000002"},
+			[]string{"GPU-aaaa0000-0000-0000-0000-000000000001", "GPU-bbbb0000-0000-0000-0000-000000000002"}},
+		{"cuda mig uuids", map[string]string{"CUDA_VISIBLE_DEVICES": "MIG-dddd0000-0000-0000-0000-000000000031,MIG-dddd0000-0000-0000-0000-000000000032"},
+			[]string{"MIG-dddd0000-0000-0000-0000-000000000031", "MIG-dddd0000-0000-0000-0000-000000000032"}},
+		{"upper-case hex", map[string]string{"CUDA_VISIBLE_DEVICES": "GPU-AAAA0000-0000-0000-0000-000000000001"},
+			[]string{"GPU-aaaa0000-0000-0000-0000-000000000001"}},
+		{"legacy mig form, any case", map[string]string{"GPU_DEVICE_ORDINAL": "mig-gpu-CCCC0000-0000-0000-0000-000000000003/1/0"},
+			[]string{"MIG-dddd0000-0000-0000-0000-000000000031"}},
+		{"uuid of a gpu not on this node", map[string]string{"SLURM_JOB_GPUS": "GPU-ffff0000-0000-0000-0000-000000000009"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, probs := (&Mapper{}).Map(testNode(), []Job{{ID: "31", Env: tc.env}})
+			if len(got) != len(tc.want) || len(probs) != 0 {
+				t.Errorf("got %v problems %v, want %v", got, probs, tc.want)
+			}
+			for _, u := range tc.want {
+				want(t, got, u, "31", MethodEnviron)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
@@ -23,9 +24,29 @@ type nvmlBackend struct {
 	// sem serialises snapshots (GPM keeps the previous sample). It is a
 	// channel so a scrape waits for a slow or hung NVML read of another
 	// scrape only until its own deadline, instead of piling up.
-	sem chan struct{}
-	gpm map[string]*gpmState
-	xid *xidPoller
+	sem  chan struct{}
+	caps nvmlCaps
+	// gpmMu guards the map only: each device's state is used by the one
+	// goroutine reading that device.
+	gpmMu sync.Mutex
+	gpm   map[string]*gpmState
+	xid   *xidPoller
+}
+
+// nvmlCaps are the optional NVML functions this driver exports. go-nvml
+// binds symbols lazily, so calling one an older driver lacks ends the
+// process: each is looked up once, after Init.
+type nvmlCaps struct {
+	memV2 bool // nvmlDeviceGetMemoryInfo_v2 (r510+): used memory without the driver's reservation
+	gpm   bool // GPM (r520+): profiling counters on Hopper and later
+}
+
+func probeCaps(lib nvml.Interface) nvmlCaps {
+	has := func(name string) bool { return lib.Extensions().LookupSymbol(name) == nil }
+	return nvmlCaps{
+		memV2: has("nvmlDeviceGetMemoryInfo_v2"),
+		gpm:   has("nvmlGpmQueryDeviceSupport") && has("nvmlGpmSampleGet") && has("nvmlGpmMetricsGet"),
+	}
 }
 
 func openNVML(log *slog.Logger) (Backend, error) { return NewNVML(nvml.New(), log) }
@@ -47,7 +68,7 @@ func NewNVML(lib nvml.Interface, log *slog.Logger) (Backend, error) {
 		}
 		return nil, fmt.Errorf("%w: nvml device count: %v", ErrNoDevice, ret)
 	}
-	b := &nvmlBackend{lib: lib, log: log, sem: make(chan struct{}, 1), gpm: map[string]*gpmState{}}
+	b := &nvmlBackend{lib: lib, log: log, sem: make(chan struct{}, 1), caps: probeCaps(lib), gpm: map[string]*gpmState{}}
 	b.xid = startXidPoller(lib, n, log)
 	return b, nil
 }
@@ -94,43 +115,30 @@ func (b *nvmlBackend) Snapshot(ctx context.Context) (*Snapshot, error) {
 		return nil, fmt.Errorf("waiting for another scrape's NVML read: %w", ctx.Err())
 	}
 	defer func() { <-b.sem }()
-	snap := &Snapshot{}
-	c := calls{snap}
 	n, ret := b.lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
 		return nil, fmt.Errorf("nvml device count: %v", ret)
 	}
-	for i := 0; i < n; i++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		dev, ret := b.lib.DeviceGetHandleByIndex(i)
-		if !c.ok("DeviceGetHandleByIndex", fmt.Sprintf("index %d", i), ret) {
-			continue
-		}
-		uuid, ret := dev.GetUUID()
-		if !c.ok("GetUUID", fmt.Sprintf("index %d", i), ret) {
-			continue // a device without a UUID cannot be labelled
-		}
-		d := Device{Index: i, Minor: -1, UUID: uuid, Values: map[Field]float64{}}
-		if name, ret := dev.GetName(); c.ok("GetName", uuid, ret) {
-			d.Model = name
-		}
-		if m, ret := dev.GetMinorNumber(); c.ok("GetMinorNumber", uuid, ret) {
-			d.Minor = m
-		}
-		if cur, _, ret := dev.GetMigMode(); c.ok("GetMigMode", uuid, ret) && cur == nvml.DEVICE_MIG_ENABLE {
-			d.MIGEnabled = true
-		}
-		b.readTelemetry(c, dev, &d)
-		if !d.MIGEnabled {
-			d.PIDs = readPIDs(c, dev, uuid)
-			b.readGPM(c, dev, &d)
-		}
-		snap.Devices = append(snap.Devices, d)
-		if d.MIGEnabled {
-			snap.Devices = append(snap.Devices, b.readMIG(c, dev, d)...)
-		}
+	// Devices are read at once: NVML is thread-safe, and on GPUs without GPM
+	// one device costs tens of milliseconds (the PCIe counters sample for
+	// 20 ms each), which would add up on an 8-GPU node.
+	parts := make([]Snapshot, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b.readDevice(calls{&parts[i]}, i)
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	snap := &Snapshot{}
+	for _, p := range parts {
+		snap.Devices = append(snap.Devices, p.Devices...)
+		snap.Errors = append(snap.Errors, p.Errors...)
 	}
 	if b.xid != nil {
 		snap.Xid = b.xid.drain()
@@ -138,12 +146,43 @@ func (b *nvmlBackend) Snapshot(ctx context.Context) (*Snapshot, error) {
 	return snap, nil
 }
 
-// readTelemetry fills the values NVML reads per physical GPU.
-func (b *nvmlBackend) readTelemetry(c calls, dev nvml.Device, d *Device) {
-	u, v := d.UUID, d.Values
-	if m, ret := dev.GetMemoryInfo(); c.ok("GetMemoryInfo", u, ret) {
-		v[MemoryTotalBytes], v[MemoryUsedBytes] = float64(m.Total), float64(m.Used)
+// readDevice appends GPU i, and its MIG instances, to c's snapshot.
+func (b *nvmlBackend) readDevice(c calls, i int) {
+	dev, ret := b.lib.DeviceGetHandleByIndex(i)
+	if !c.ok("DeviceGetHandleByIndex", fmt.Sprintf("index %d", i), ret) {
+		return
 	}
+	uuid, ret := dev.GetUUID()
+	if !c.ok("GetUUID", fmt.Sprintf("index %d", i), ret) {
+		return // a device without a UUID cannot be labelled
+	}
+	d := Device{Index: i, Minor: -1, UUID: uuid, Values: map[Field]float64{}}
+	if name, ret := dev.GetName(); c.ok("GetName", uuid, ret) {
+		d.Model = name
+	}
+	if m, ret := dev.GetMinorNumber(); c.ok("GetMinorNumber", uuid, ret) {
+		d.Minor = m
+	}
+	if cur, _, ret := dev.GetMigMode(); c.ok("GetMigMode", uuid, ret) && cur == nvml.DEVICE_MIG_ENABLE {
+		d.MIGEnabled = true
+	}
+	gpm := false
+	if !d.MIGEnabled {
+		d.PIDs = readPIDs(c, dev, uuid)
+		gpm = b.readGPM(c, dev, &d)
+	}
+	b.readTelemetry(c, dev, &d, !gpm)
+	c.snap.Devices = append(c.snap.Devices, d)
+	if d.MIGEnabled {
+		c.snap.Devices = append(c.snap.Devices, b.readMIG(c, dev, d)...)
+	}
+}
+
+// readTelemetry fills the values NVML reads per physical GPU.
+// pcie asks for NVML's PCIe counters, which GPM replaces where it runs.
+func (b *nvmlBackend) readTelemetry(c calls, dev nvml.Device, d *Device, pcie bool) {
+	u, v := d.UUID, d.Values
+	b.readMemory(c, dev, d)
 	if r, ret := dev.GetUtilizationRates(); c.ok("GetUtilizationRates", u, ret) {
 		v[UtilizationRatio], v[MemoryUtilRatio] = float64(r.Gpu)/100, float64(r.Memory)/100
 	}
@@ -165,13 +204,35 @@ func (b *nvmlBackend) readTelemetry(c calls, dev nvml.Device, d *Device) {
 	if n, ret := dev.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC); c.ok("GetTotalEccErrors", u, ret) {
 		v[ECCUncorrected] = float64(n)
 	}
-	// NVML's PCIe counter is a 20 ms sample in KiB/s; GPM (below) replaces
-	// it with an average over the scrape interval where supported.
+	// NVML's PCIe counter is a 20 ms sample in KiB/s that blocks the call
+	// for those 20 ms; GPM's average over the scrape interval replaces it
+	// where supported.
+	if !pcie {
+		return
+	}
 	if kb, ret := dev.GetPcieThroughput(nvml.PCIE_UTIL_TX_BYTES); c.ok("GetPcieThroughput", u, ret) {
 		v[PCIeTXBytesPerSecond] = float64(kb) * 1024
 	}
 	if kb, ret := dev.GetPcieThroughput(nvml.PCIE_UTIL_RX_BYTES); c.ok("GetPcieThroughput", u, ret) {
 		v[PCIeRXBytesPerSecond] = float64(kb) * 1024
+	}
+}
+
+// readMemory reads device memory as jobs see it. NVML's first memory call
+// counts the driver's own reservation (480 MiB on an H100 with driver 580)
+// as used and in the total; the v2 call reports it apart, so used is what
+// processes allocated and total minus reserved is what cudaMemGetInfo
+// calls total. Drivers before r510 only have the first call.
+func (b *nvmlBackend) readMemory(c calls, dev nvml.Device, d *Device) {
+	if b.caps.memV2 {
+		if m, ret := dev.GetMemoryInfo_v2(); ret == nvml.SUCCESS {
+			d.Values[MemoryTotalBytes] = float64(m.Total - m.Reserved)
+			d.Values[MemoryUsedBytes] = float64(m.Used)
+			return
+		}
+	}
+	if m, ret := dev.GetMemoryInfo(); c.ok("GetMemoryInfo", d.UUID, ret) {
+		d.Values[MemoryTotalBytes], d.Values[MemoryUsedBytes] = float64(m.Total), float64(m.Used)
 	}
 }
 
@@ -217,9 +278,7 @@ func (b *nvmlBackend) readMIG(c calls, dev nvml.Device, parent Device) []Device 
 		if id, ret := mig.GetComputeInstanceId(); c.ok("GetComputeInstanceId", uuid, ret) {
 			d.ComputeInstanceID = id
 		}
-		if m, ret := mig.GetMemoryInfo(); c.ok("GetMemoryInfo", uuid, ret) {
-			d.Values[MemoryTotalBytes], d.Values[MemoryUsedBytes] = float64(m.Total), float64(m.Used)
-		}
+		b.readMemory(c, mig, &d)
 		d.PIDs = readPIDs(c, mig, uuid)
 		out = append(out, d)
 	}

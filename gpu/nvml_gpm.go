@@ -41,35 +41,48 @@ var gpmFields = []struct {
 	{nvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, NVLinkRXBytesPerSecond, 1 << 20},
 }
 
-// readGPM fills the profiling fields on GPUs with GPM (Hopper and later).
-// GPM reads the same counters as DCGM profiling without taking the
-// profiling lock that blocks users' Nsight sessions. The first scrape of a
-// device only takes a sample.
-func (b *nvmlBackend) readGPM(c calls, dev nvml.Device, d *Device) {
+// readGPM fills the profiling fields on GPUs with GPM (Hopper and later)
+// and reports whether the device has GPM. GPM reads the same counters as
+// DCGM profiling without taking the profiling lock that blocks users'
+// Nsight sessions. The first scrape of a device only takes a sample.
+func (b *nvmlBackend) readGPM(c calls, dev nvml.Device, d *Device) bool {
+	if !b.caps.gpm {
+		return false
+	}
+	b.gpmMu.Lock()
 	g := b.gpm[d.UUID]
-	if g == nil {
+	fresh := g == nil
+	if fresh {
 		g = &gpmState{}
 		b.gpm[d.UUID] = g
+	}
+	b.gpmMu.Unlock()
+	if fresh {
 		sup, ret := b.lib.GpmQueryDeviceSupport(dev)
-		if ret != nvml.SUCCESS || sup.IsSupportedDevice == 0 {
-			return // pre-Hopper GPUs and old drivers: no GPM, not an error
+		// NOT_SUPPORTED and an unsupported device (pre-Hopper) are normal;
+		// any other answer is listed: go-nvml before v0.13.4 sent a struct
+		// version the driver refuses, and GPM went missing without a word.
+		if !c.ok("GpmQueryDeviceSupport", d.UUID, ret) || sup.IsSupportedDevice == 0 {
+			return false
 		}
 		prev, r1 := b.lib.GpmSampleAlloc()
 		cur, r2 := b.lib.GpmSampleAlloc()
 		g.prev, g.cur = prev, cur
 		if !c.ok("GpmSampleAlloc", d.UUID, r1) || !c.ok("GpmSampleAlloc", d.UUID, r2) {
 			g.free()
+			b.gpmMu.Lock()
 			delete(b.gpm, d.UUID) // try again next scrape
-			return
+			b.gpmMu.Unlock()
+			return false
 		}
 		g.supported = true
 	}
 	if !g.supported {
-		return
+		return false
 	}
 	if !c.ok("GpmSampleGet", d.UUID, b.lib.GpmSampleGet(dev, g.cur)) {
 		g.havePrev = false
-		return
+		return true
 	}
 	if g.havePrev {
 		mg := &nvml.GpmMetricsGetType{NumMetrics: uint32(len(gpmFields)), Sample1: g.prev, Sample2: g.cur}
@@ -85,4 +98,5 @@ func (b *nvmlBackend) readGPM(c calls, dev nvml.Device, d *Device) {
 		}
 	}
 	g.prev, g.cur, g.havePrev = g.cur, g.prev, true
+	return true
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 )
 
@@ -107,3 +108,19 @@ func (e slurmErrors) err() error {
 // version whose layout differs): in auto mode the command's text form is
 // used from then on.
 var ErrJSONShape = errors.New("JSON output without the expected list")
+
+// decodeSqueue decodes `squeue --json` output into v. hasJobs says whether
+// the jobs list came: without it the output is the errors Slurm reported
+// (slurmctld down), or a layout this parser does not know (ErrJSONShape).
+func decodeSqueue(r io.Reader, v any, hasJobs func() bool, errs func() slurmErrors) error {
+	if err := json.NewDecoder(r).Decode(v); err != nil {
+		return fmt.Errorf("squeue json: %w", err)
+	}
+	if hasJobs() {
+		return nil
+	}
+	if err := errs().err(); err != nil {
+		return fmt.Errorf("squeue json: %w", err)
+	}
+	return fmt.Errorf("squeue json: no \"jobs\" list: %w", ErrJSONShape)
+}

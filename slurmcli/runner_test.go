@@ -93,27 +93,3 @@ func TestRunnerOutputLimit(t *testing.T) {
 		t.Errorf("stats %+v", stats["squeue"])
 	}
 }
-
-func TestScontrolJobFields(t *testing.T) {
-	b := slurmclitest.New(t)
-	abs, _ := filepath.Abs(filepath.Join(fixtures, "scontrol-show-job-o-running.txt"))
-	// Print job 3's line, as `scontrol show job -o 3` would.
-	b.Script("scontrol", "grep '^JobId=3 ' '"+abs+"'")
-	r := &Runner{BinDir: b.Dir, Timeout: 10 * time.Second}
-	f, err := ScontrolJobFields(context.Background(), r, "3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f["UserId"] != "bob(1002)" || f["Account"] != "chemistry" || f["Partition"] != "batch" || f["QOS"] != "normal" || f["JobName"] != "memhog" {
-		t.Errorf("fields %v", f)
-	}
-	if got := b.Runs("scontrol"); len(got) != 1 || got[0] != "-o show job 3" {
-		t.Errorf("ran %q", got)
-	}
-	if _, err := ScontrolJobFields(context.Background(), r, "3;rm -rf /"); err == nil {
-		t.Error("bad job id accepted")
-	}
-	if len(b.Runs("scontrol")) != 1 {
-		t.Error("a command ran for a refused job id")
-	}
-}

@@ -1,7 +1,6 @@
 package slurmcli
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"strings"
@@ -26,50 +25,20 @@ const sacctStates = "BF,CA,CD,DL,F,NF,OOM,PR,TO"
 
 // ParseSacct reads `sacct -a -X -P --format=...` output with its header.
 func ParseSacct(r io.Reader) ([]SacctJob, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	if !sc.Scan() {
-		if err := sc.Err(); err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("sacct: empty output")
+	rows, err := pipeTable(r, "sacct", "JobIDRaw", "State", "End")
+	if err != nil {
+		return nil, err
 	}
-	header := strings.Split(sc.Text(), "|")
-	col := map[string]int{}
-	for i, h := range header {
-		if _, dup := col[h]; !dup {
-			col[h] = i
-		}
-	}
-	for _, need := range []string{"JobIDRaw", "State", "End"} {
-		if _, ok := col[need]; !ok {
-			return nil, fmt.Errorf("sacct: no %s column in header %q", need, sc.Text())
-		}
-	}
-	var out []SacctJob
-	line := 1
-	for sc.Scan() {
-		line++
-		if strings.TrimSpace(sc.Text()) == "" {
-			continue
-		}
-		f := strings.Split(sc.Text(), "|")
-		if len(f) < len(header) {
-			return nil, fmt.Errorf("sacct line %d: %d fields, header has %d", line, len(f), len(header))
-		}
-		get := func(name string) string {
-			if i, ok := col[name]; ok {
-				return f[i]
-			}
-			return ""
-		}
-		state, _, _ := strings.Cut(strings.TrimSpace(get("State")), " ")
+	out := make([]SacctJob, 0, len(rows))
+	for _, row := range rows {
+		get := row.trimmed
+		state, _, _ := strings.Cut(get("State"), " ")
 		out = append(out, SacctJob{
-			ID: get("JobIDRaw"), State: strings.ToLower(state), Partition: get("Partition"),
-			Account: get("Account"), End: get("End"),
+			ID: get("JobIDRaw"), State: strings.ToLower(state), Partition: Clean(get("Partition")),
+			Account: Clean(get("Account")), End: get("End"),
 		})
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // EndKey groups ended jobs.

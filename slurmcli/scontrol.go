@@ -2,8 +2,6 @@ package slurmcli
 
 import (
 	"bufio"
-	"context"
-	"fmt"
 	"io"
 	"strings"
 )
@@ -68,42 +66,4 @@ func ParseScontrolRecords(r io.Reader) ([]map[string]string, error) {
 		out = append(out, ParseKVLine(line))
 	}
 	return out, sc.Err()
-}
-
-// ScontrolJobFields returns the Key=Value fields of `scontrol -o show job
-// <jobID>` (Account, Partition, QOS, JobName, UserId=alice(1001),
-// ArrayJobId, ArrayTaskId, ...). jobID must be a job id (digits, optionally
-// _task or +offset); anything else is refused before a command runs. For an
-// array job scontrol prints one line per task: the first line is returned.
-func ScontrolJobFields(ctx context.Context, r *Runner, jobID string) (map[string]string, error) {
-	if !validJobID(jobID) {
-		return nil, fmt.Errorf("scontrol: refusing job id %q", jobID)
-	}
-	out, err := r.Run(ctx, "scontrol", "-o", "show", "job", jobID)
-	if err != nil {
-		return nil, err
-	}
-	recs, err := ParseScontrolRecords(strings.NewReader(string(out)))
-	if err != nil {
-		r.Stats().ParseError("scontrol")
-		return nil, fmt.Errorf("scontrol show job %s: %w", jobID, err)
-	}
-	if len(recs) == 0 || recs[0]["JobId"] == "" {
-		r.Stats().ParseError("scontrol")
-		return nil, fmt.Errorf("scontrol show job %s: no job record", jobID)
-	}
-	return recs[0], nil
-}
-
-func validJobID(s string) bool {
-	if s == "" || len(s) > 32 || s[0] < '0' || s[0] > '9' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c == '_' || c == '+') {
-			return false
-		}
-	}
-	return true
 }

@@ -2,7 +2,6 @@ package slurmcli
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -79,23 +78,17 @@ type squeueJSON struct {
 // ParseSqueueJSON reads `squeue --json` output (Slurm 22.05 and later).
 func ParseSqueueJSON(r io.Reader) ([]Job, error) {
 	var in squeueJSON
-	if err := json.NewDecoder(r).Decode(&in); err != nil {
-		return nil, fmt.Errorf("squeue json: %w", err)
-	}
-	if in.Jobs == nil {
-		if err := in.Errors.err(); err != nil {
-			return nil, fmt.Errorf("squeue json: %w", err)
-		}
-		return nil, fmt.Errorf("squeue json: no \"jobs\" list: %w", ErrJSONShape)
+	if err := decodeSqueue(r, &in, func() bool { return in.Jobs != nil }, func() slurmErrors { return in.Errors }); err != nil {
+		return nil, err
 	}
 	jobs := make([]Job, 0, len(in.Jobs))
 	for _, x := range in.Jobs {
 		j := Job{
 			ID:        strconv.FormatFloat(x.JobID.V, 'f', -1, 64),
 			Reason:    x.Reason,
-			Partition: x.Partition,
-			User:      x.UserName,
-			Account:   x.Account,
+			Partition: Clean(x.Partition),
+			User:      Clean(x.UserName),
+			Account:   Clean(x.Account),
 			Count:     1,
 			CPUs:      x.CPUs.V,
 		}
@@ -161,8 +154,8 @@ func ParseSqueueText(r io.Reader) ([]Job, error) {
 		}
 		// %i|%A|%F|%K|%j|%T|%r|%P|%u|%U|%a|%q|%C|%D|%m|%b|...
 		j := Job{
-			ID: f[0], State: strings.ToUpper(f[5]), Reason: f[6], Partition: f[7],
-			User: f[8], Account: f[10], Count: 1,
+			ID: f[0], State: strings.ToUpper(f[5]), Reason: f[6], Partition: Clean(f[7]),
+			User: Clean(f[8]), Account: Clean(f[10]), Count: 1,
 		}
 		if j.User == "" {
 			j.User = f[9]

@@ -1,7 +1,6 @@
 package slurmcli
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"math"
@@ -30,45 +29,14 @@ var SshareArgs = []string{"-a", "-P", "-l"}
 
 // ParseSshare reads `sshare -a -P -l` output (with its header line).
 func ParseSshare(r io.Reader) ([]Share, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	if !sc.Scan() {
-		if err := sc.Err(); err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("sshare: empty output")
-	}
-	header := strings.Split(sc.Text(), "|")
-	col := map[string]int{}
-	for i, h := range header {
-		if _, dup := col[strings.TrimSpace(h)]; !dup {
-			col[strings.TrimSpace(h)] = i
-		}
-	}
-	for _, need := range []string{"Account", "User"} {
-		if _, ok := col[need]; !ok {
-			return nil, fmt.Errorf("sshare: no %s column in header %q", need, sc.Text())
-		}
+	rows, err := pipeTable(r, "sshare", "Account", "User")
+	if err != nil {
+		return nil, err
 	}
 	var out []Share
-	line := 1
-	for sc.Scan() {
-		line++
-		text := sc.Text()
-		if strings.TrimSpace(text) == "" {
-			continue
-		}
-		f := strings.Split(text, "|")
-		if len(f) < len(header) {
-			return nil, fmt.Errorf("sshare line %d: %d fields, header has %d", line, len(f), len(header))
-		}
-		get := func(name string) string {
-			if i, ok := col[name]; ok {
-				return f[i]
-			}
-			return ""
-		}
-		acct := get("Account")
+	for _, row := range rows {
+		get := row.get
+		acct := get("Account") // its leading spaces are the depth
 		s := Share{
 			Account: strings.TrimLeft(acct, " "),
 			User:    strings.TrimSpace(get("User")),
@@ -82,11 +50,11 @@ func ParseSshare(r io.Reader) ([]Share, error) {
 			LevelFS:        shareNum(get("LevelFS")),
 		}
 		if s.Account == "" {
-			return nil, fmt.Errorf("sshare line %d: empty account", line)
+			return nil, fmt.Errorf("sshare line %d: empty account", row.line)
 		}
 		out = append(out, s)
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // shareNum reads a number; empty, "parent" and junk are NaN, "inf" is +Inf

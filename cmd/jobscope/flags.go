@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/jobscope/jobscope/slurmcli"
 )
 
 // defaultListen is outside 9100-9999, which Prometheus's port list has
@@ -19,9 +21,19 @@ type options struct {
 	scrapeTimeout                  time.Duration
 	maxRequests                    int
 	propsDir                       string
-	scontrolFallback               bool
-	scontrolTimeout                time.Duration
-	version                        bool
+	nodeMeta                       nodeMetaOptions
+	scontrolFallback               bool          // deprecated: see nodeMetaOptions
+	scontrolTimeout                time.Duration // deprecated
+	version, helpMan               bool
+}
+
+// nodeMetaOptions configure node mode's background squeue for job metadata.
+type nodeMetaOptions struct {
+	squeue            bool
+	command           string
+	interval, timeout time.Duration
+	format            string
+	nodeNames         []string
 }
 
 func registerFlags(fs *pflag.FlagSet) *options {
@@ -37,10 +49,19 @@ func registerFlags(fs *pflag.FlagSet) *options {
 	fs.StringVar(&o.procfs, "path.procfs", "/proc", "procfs mount point.")
 	fs.StringVar(&o.sysfs, "path.sysfs", "/sys", "sysfs mount point.")
 	fs.StringVar(&o.propsDir, "slurm.job-props-dir", "/run/jobscope/jobs", "Directory where the Slurm prolog writes one KEY=VALUE file per job (contrib/slurm/prolog.sh); first source of job metadata.")
-	fs.BoolVar(&o.scontrolFallback, "slurm.scontrol-fallback", true, "Ask scontrol (show job, cached per job, at most 3 tries) for metadata that neither the props directory nor the job's environment gave.")
-	fs.DurationVar(&o.scontrolTimeout, "slurm.scontrol-timeout", 5*time.Second, "Timeout of one scontrol run for job metadata.")
+	fs.BoolVar(&o.nodeMeta.squeue, "slurm.node-metadata.squeue", true, "Node mode: fill job metadata that neither the props directory nor the job's environment gives (and the job id of a Slurm 26.05 SLUID directory) from one background squeue for all of this node's jobs. Never runs inside a scrape: a job is exported at once and filled in later.")
+	fs.StringVar(&o.nodeMeta.command, "slurm.node-metadata.squeue-command", "squeue", "Node mode: the squeue to run (a path, or a name looked up in PATH).")
+	fs.DurationVar(&o.nodeMeta.interval, "slurm.node-metadata.interval", 30*time.Second, "Node mode: least time between two background squeue runs; they run only while a job lacks metadata. After a failure the wait doubles, up to 10 minutes.")
+	fs.DurationVar(&o.nodeMeta.timeout, "slurm.node-metadata.timeout", 10*time.Second, "Node mode: kill a background squeue (its whole process group) after this long.")
+	fs.StringVar(&o.nodeMeta.format, "slurm.node-metadata.format", string(slurmcli.FormatAuto), "Node mode: squeue output: auto (text, JSON where a SLUID directory needs its job id), json or text (no SLUIDs).")
+	fs.StringSliceVar(&o.nodeMeta.nodeNames, "slurm.node-name", nil, "Node mode: this node's Slurm NodeName(s) for squeue --nodelist; default: from <node>_slurmstepd.scope or slurm_<node> directories, else the short host name.")
+	fs.BoolVar(&o.scontrolFallback, "slurm.scontrol-fallback", true, "Deprecated: job metadata no longer comes from scontrol. =false turns the background squeue off, like --slurm.node-metadata.squeue=false.")
+	fs.DurationVar(&o.scontrolTimeout, "slurm.scontrol-timeout", 5*time.Second, "Deprecated: use --slurm.node-metadata.timeout.")
 	fs.StringVar(&o.logLevel, "log.level", "info", "Log level: debug, info, warn, error.")
 	fs.StringVar(&o.logFormat, "log.format", "text", "Log format: text (human-readable, coloured on a terminal) or json.")
-	fs.BoolVar(&o.version, "version", false, "Print the version and exit.")
+	fs.BoolVar(&o.version, "version", false, "Print the version, the build's GPU support and exit.")
+	// Packaging writes the man page from the flag set the binary parses.
+	fs.BoolVar(&o.helpMan, "help-man", false, "Print the man page (roff) and exit.")
+	_ = fs.MarkHidden("help-man")
 	return o
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/internal/report"
 )
 
 // Set at build time with -ldflags "-X main.version=... -X main.revision=...".
@@ -28,11 +29,23 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
-func run(args []string) int {
+// newFlagSet registers every flag the binary parses; the man page
+// (--help-man) is written from this same set.
+func newFlagSet() (*pflag.FlagSet, *options, *collector.Set) {
 	fs := pflag.NewFlagSet("jobscope", pflag.ContinueOnError)
 	opts := registerFlags(fs)
 	set := collector.RegisterFlags(fs, collector.Factories())
 	fs.SortFlags = false
+	return fs, opts, set
+}
+
+func run(args []string) int {
+	// `jobscope report ...` is the users' side: a job's efficiency report
+	// from Prometheus, in the same binary the nodes already have.
+	if len(args) > 0 && args[0] == "report" {
+		return report.Main(args[1:], os.Stdout, os.Stderr, isTerminal(os.Stdout))
+	}
+	fs, opts, set := newFlagSet()
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
@@ -40,7 +53,14 @@ func run(args []string) int {
 		return 2
 	}
 	if opts.version {
-		fmt.Printf("jobscope %s (revision %s)\n", version, revision)
+		fmt.Println(versionLine())
+		return 0
+	}
+	if opts.helpMan {
+		if err := writeMan(os.Stdout, fs); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 		return 0
 	}
 	logger, err := newLogger(opts.logLevel, opts.logFormat, os.Stderr)
@@ -63,6 +83,9 @@ func run(args []string) int {
 	exp, shared, err := buildExporter(opts, fs, set, mode, logger)
 	if err != nil {
 		logger.Error("cannot start", "err", err)
+		if errors.As(err, new(*flagError)) {
+			return 2
+		}
 		return 1
 	}
 	srv := &http.Server{Handler: newMux(exp, opts, logger), ReadHeaderTimeout: 10 * time.Second}

@@ -23,7 +23,7 @@ func demoOptions(t *testing.T) (*options, *collector.Set, *pflag.FlagSet) {
 	err := fs.Parse([]string{
 		"--path.cgroupfs=" + filepath.Join(root, "cgroup"), "--path.procfs=" + filepath.Join(root, "proc"),
 		"--path.sysfs=" + filepath.Join(root, "sys"), "--slurm.job-props-dir=" + filepath.Join(root, "props"),
-		"--slurm.scontrol-fallback=false", "--collector.ebpf=false",
+		"--slurm.node-metadata.squeue=false", "--collector.ebpf=false",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +75,9 @@ func TestBadFlagsExit(t *testing.T) {
 	_ = os.WriteFile(bad, []byte("tls_server_config:\n  cert_file: /nonexistent\n"), 0o644)
 	for _, args := range [][]string{
 		{"--no-such-flag"}, {"--mode=both"}, {"--log.level=loud"}, {"--web.config.file=" + bad},
+		{"--slurm.node-metadata.interval=0s", "--path.cgroupfs=" + t.TempDir()},
+		{"--slurm.node-metadata.format=xml", "--path.cgroupfs=" + t.TempDir()},
+		{"--slurm.node-name=-all", "--path.cgroupfs=" + t.TempDir()},
 	} {
 		if code := run(args); code != 2 {
 			t.Errorf("%v: exit %d, want 2", args, code)

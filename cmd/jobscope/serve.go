@@ -30,18 +30,18 @@ func buildExporter(o *options, fs *pflag.FlagSet, set *collector.Set, mode colle
 			// Without cgroups no job is found; the exporter still serves its
 			// self metrics and any collector that does not need jobs.
 			logger.Error("no cgroup hierarchy found: no jobs will be reported", "err", err)
-		} else {
-			logger.Info("cgroup layout", "layout", layout.String())
 		}
-		cfg := discovery.Config{Layout: layout, ProcFS: o.procfs, PropsDir: o.propsDir}
-		if o.scontrolFallback {
-			sc, err := scontrolFallback(fs, o.scontrolTimeout, logger)
-			if err != nil {
-				return nil, nil, err
-			}
-			cfg.Scontrol = sc
+		queue, err := nodeMetaQueue(fs, o, logger)
+		if err != nil {
+			return nil, nil, err
 		}
-		env.Discoverer = discovery.New(cfg)
+		env.Discoverer = discovery.New(discovery.Config{
+			Layout: layout, ProcFS: o.procfs, PropsDir: o.propsDir, Logger: logger,
+			Queue: queue, QueueInterval: o.nodeMeta.interval, QueueTimeout: o.nodeMeta.timeout,
+			NodeNames: o.nodeMeta.nodeNames, Hostname: shortHostname(),
+		})
+		env.Shared.Set("discovery", env.Discoverer) // its background squeue stops at shutdown
+		logSurvey(logger, layout, env.Discoverer.Survey(), queue != nil)
 	}
 	built := set.Build(env, names, func(name string, err error) {
 		logger.Warn("collector unavailable: its success metric stays 0", "collector", name, "err", err)
@@ -105,6 +105,14 @@ var landingTmpl = template.Must(template.New("landing").Parse(`<!doctype html>
 <p>Prometheus exporter for Slurm jobs and clusters ({{.Mode}} mode).</p>
 <p><a href="{{.Path}}">Metrics</a></p>
 <p>Collectors: {{range .Collectors}}<code>{{.}}</code> {{end}}</p>
+{{with .Discovery}}<h2>Job discovery</h2>
+<table>
+<tr><td>cgroups</td><td>{{.Layout}}</td></tr>
+<tr><td>Slurm scopes</td><td>{{range .Last.Scopes}}<code>{{.}}</code> {{else}}none yet (slurmstepd creates one with the first job){{end}}</td></tr>
+<tr><td>job directories (last scrape)</td><td>{{range $s, $n := .Last.Dirs}}{{$s}}: {{$n}} {{end}}</td></tr>
+<tr><td>skipped since start</td><td>{{range $r, $n := .Skipped}}{{if $n}}<b>{{$r}}: {{$n}}</b> {{end}}{{else}}none{{end}}</td></tr>
+<tr><td>background squeue</td><td>{{with .Queue}}{{if .Enabled}}{{if eq .Up 1}}up, {{.Jobs}} jobs at {{.LastSuccess.Format "15:04:05"}}{{else if eq .Up 0}}<b>failing</b> ({{range $c, $n := .Errors}}{{$c}}: {{$n}} {{end}}), next try in {{.Backoff}}{{else}}not run yet{{end}}{{else}}off{{end}}{{end}}</td></tr>
+</table>{{end}}
 </body></html>
 `))
 
@@ -114,7 +122,11 @@ func landing(exp *collector.Exporter, o *options) http.HandlerFunc {
 			http.NotFound(w, r)
 			return
 		}
+		data := map[string]any{"Version": version, "Mode": o.mode, "Path": o.metricsPath, "Collectors": exp.Names()}
+		if d := exp.Discovery(); d != nil {
+			data["Discovery"] = d.Status()
+		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_ = landingTmpl.Execute(w, map[string]any{"Version": version, "Mode": o.mode, "Path": o.metricsPath, "Collectors": exp.Names()})
+		_ = landingTmpl.Execute(w, data)
 	}
 }

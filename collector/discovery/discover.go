@@ -2,13 +2,17 @@ package discovery
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/jobscope/jobscope/slurmcli"
 )
 
 // Config is what discovery needs to know about the node.
@@ -16,18 +20,29 @@ type Config struct {
 	Layout   Layout
 	ProcFS   string // usually /proc
 	PropsDir string // prolog-written job-props directory; "" to skip
-	// Scontrol returns `scontrol show job` fields of a job; nil disables the
-	// fallback. Its results are cached per job.
-	Scontrol func(ctx context.Context, jobID string) (map[string]string, error)
+	// Queue lists this node's jobs as slurmctld knows them (one batched
+	// squeue for all jobs). It runs in the background, never inside
+	// Discover; nil disables it.
+	Queue func(ctx context.Context, req QueueRequest) ([]slurmcli.NodeJob, error)
+	// QueueInterval is the least time between two Queue runs (default
+	// 30s); after failures the wait doubles up to QueueMaxBackoff (default
+	// 10m). QueueTimeout bounds one run (default 10s).
+	QueueInterval, QueueTimeout, QueueMaxBackoff time.Duration
+	// NodeNames are the Slurm names of this node, for Queue. Empty: the
+	// names in the <node>_slurmstepd.scope and slurm_<node> directories,
+	// else Hostname.
+	NodeNames []string
+	Hostname  string
+	// Logger gets the lines discovery logs itself: once per skip reason,
+	// once per squeue outage. nil discards them.
+	Logger *slog.Logger
 	// LookupUser resolves a uid to a user name; nil uses the system's.
 	LookupUser func(uid int) (string, error)
-	// RetryAfter bounds how often incomplete metadata is looked up again.
+	// RetryAfter bounds how often a job's props file and environment are
+	// read again while its metadata is incomplete.
 	RetryAfter time.Duration
 	// Now is the clock (tests set it).
 	Now func() time.Time
-	// StartTime gives a job's start time (unix seconds) from its cgroup
-	// directory when Slurm did not give one; it makes the job key. Tests fix it.
-	StartTime func(dir string) int64
 	// ProcOwner gives the uid owning a /proc/<pid> directory (v2 paths carry
 	// no uid); tests fix it, since a fixture's owner is whoever checked it out.
 	ProcOwner func(procDir string) (uid int, ok bool)
@@ -37,22 +52,34 @@ type Config struct {
 type Problem func(cause string, err error)
 
 // Discoverer finds the jobs of this node. It keeps caches across scrapes
-// (metadata, user names), dropping entries of jobs that are gone.
+// (metadata, SLUID job ids, user names), dropping entries of jobs that are
+// gone.
 type Discoverer struct {
 	cfg   Config
+	log   *slog.Logger
 	users *userCache
+	queue *queue // nil without cfg.Queue
+	skips *skipLog
 
 	mu    sync.Mutex
-	metas map[string]*metaEntry // by job id + directory
+	metas map[entryKey]*metaEntry
+	ids   map[entryKey]*idEntry
+	last  ScanStats
 }
 
-type metaEntry struct {
-	meta    Meta
-	lastTry time.Time
-	tries   int // scontrol runs so far
+// entryKey names one job directory for the job's life: a job id reused
+// later gets a new directory, and so a new inode.
+type entryKey struct {
+	path string
+	ino  uint64
 }
 
-// New builds a Discoverer.
+// sweepAfter is how long a cache entry outlives the last scrape that saw
+// its job. Overlapping scrapes may see different sets of jobs: an entry is
+// dropped only when no scrape has seen it for a while.
+const sweepAfter = time.Minute
+
+// New builds a Discoverer. Close stops its background squeue.
 func New(cfg Config) *Discoverer {
 	if cfg.ProcFS == "" {
 		cfg.ProcFS = "/proc"
@@ -63,13 +90,35 @@ func New(cfg Config) *Discoverer {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.StartTime == nil {
-		cfg.StartTime = dirCtime
-	}
 	if cfg.ProcOwner == nil {
 		cfg.ProcOwner = statOwner
 	}
-	return &Discoverer{cfg: cfg, users: newUserCache(cfg.LookupUser), metas: map[string]*metaEntry{}}
+	if cfg.QueueInterval <= 0 {
+		cfg.QueueInterval = 30 * time.Second
+	}
+	if cfg.QueueTimeout <= 0 {
+		cfg.QueueTimeout = 10 * time.Second
+	}
+	if cfg.QueueMaxBackoff < cfg.QueueInterval {
+		cfg.QueueMaxBackoff = max(10*time.Minute, cfg.QueueInterval)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	d := &Discoverer{cfg: cfg, log: log, users: newUserCache(cfg.LookupUser), skips: newSkipLog(log),
+		metas: map[entryKey]*metaEntry{}, ids: map[entryKey]*idEntry{}, last: newScanStats()}
+	if cfg.Queue != nil {
+		d.queue = newQueue(cfg, log)
+	}
+	return d
+}
+
+// Close stops the background squeue, killing a run in flight.
+func (d *Discoverer) Close() {
+	if d.queue != nil {
+		d.queue.close()
+	}
 }
 
 // Layout returns the cgroup layout discovery works on.
@@ -77,143 +126,55 @@ func (d *Discoverer) Layout() Layout { return d.cfg.Layout }
 
 // Discover lists the jobs present now, sorted by id, with metadata.
 func (d *Discoverer) Discover(ctx context.Context, problem Problem) []*Job {
-	jobs := map[string]*Job{}
-	var order []string
-	add := func(j *Job) {
-		if _, dup := jobs[j.ID]; dup {
-			return
-		}
-		jobs[j.ID] = j
-		order = append(order, j.ID)
-	}
-	if d.cfg.Layout.V2 != "" {
-		for _, j := range d.findV2(problem) {
-			add(j)
-		}
-	}
-	for _, j := range d.findV1(problem) {
-		add(j)
-	}
-	sort.Slice(order, func(a, b int) bool { return lessJobID(order[a], order[b]) })
-	out := make([]*Job, 0, len(order))
-	for _, id := range order {
-		out = append(out, jobs[id])
-	}
-	d.attachMeta(ctx, out, problem)
-	return out
-}
-
-// findV2 reads system.slice/slurmstepd.scope and <node>_slurmstepd.scope.
-func (d *Discoverer) findV2(problem Problem) []*Job {
-	slice := filepath.Join(d.cfg.Layout.V2, "system.slice")
-	entries, err := os.ReadDir(slice)
-	if err != nil {
-		return nil
-	}
-	var jobs []*Job
-	for _, e := range entries {
-		name := e.Name()
-		if !e.IsDir() || (name != "slurmstepd.scope" && !strings.HasSuffix(name, "_slurmstepd.scope")) {
-			continue
-		}
-		scope := filepath.Join(slice, name)
-		jdirs, err := os.ReadDir(scope)
-		if err != nil {
-			continue
-		}
-		for _, je := range jdirs {
-			if !je.IsDir() || !strings.HasPrefix(je.Name(), "job_") {
-				continue
-			}
-			dir := filepath.Join(scope, je.Name())
-			id := strings.TrimPrefix(je.Name(), "job_")
-			if !isJobID(id) {
-				// Slurm 26.05 may name the directory by SLUID: ask a process.
-				resolved := d.jobIDFromProcs(dir)
-				if resolved == "" {
-					problem("unexpected_cgroup_dir", &DirError{Path: dir, Why: "job directory without a numeric job id or a job process to resolve it"})
-					continue
-				}
-				id = resolved
-			}
-			jobs = append(jobs, &Job{ID: id, Version: 2, Dir: dir, Meta: Meta{UID: -1}})
-		}
-	}
+	jobs, _ := d.DiscoverStats(ctx, problem)
 	return jobs
 }
 
-// findV1 reads <controller>/slurm[_<node>]/uid_<uid>/job_<id> in every v1
-// controller, joining the directories of one job.
-func (d *Discoverer) findV1(problem Problem) []*Job {
-	byID := map[string]*Job{}
-	var order []*Job
-	for _, ctrl := range v1Controllers {
-		mnt := d.cfg.Layout.V1[ctrl]
-		if mnt == "" {
-			continue
-		}
-		tops, err := os.ReadDir(mnt)
-		if err != nil {
-			continue
-		}
-		for _, top := range tops {
-			if !top.IsDir() || (top.Name() != "slurm" && !strings.HasPrefix(top.Name(), "slurm_")) {
-				continue
-			}
-			topDir := filepath.Join(mnt, top.Name())
-			uids, err := os.ReadDir(topDir)
-			if err != nil {
-				continue
-			}
-			for _, u := range uids {
-				if !u.IsDir() || !strings.HasPrefix(u.Name(), "uid_") {
-					continue
-				}
-				uid, err := strconv.Atoi(strings.TrimPrefix(u.Name(), "uid_"))
-				if err != nil {
-					problem("unexpected_cgroup_dir", &DirError{Path: filepath.Join(topDir, u.Name()), Why: "uid directory without a numeric uid"})
-					continue
-				}
-				jdirs, err := os.ReadDir(filepath.Join(topDir, u.Name()))
-				if err != nil {
-					continue
-				}
-				for _, je := range jdirs {
-					if !je.IsDir() || !strings.HasPrefix(je.Name(), "job_") {
-						continue
-					}
-					dir := filepath.Join(topDir, u.Name(), je.Name())
-					id := strings.TrimPrefix(je.Name(), "job_")
-					if !isJobID(id) {
-						problem("unexpected_cgroup_dir", &DirError{Path: dir, Why: "job directory without a numeric job id"})
-						continue
-					}
-					j := byID[id]
-					if j == nil {
-						j = &Job{ID: id, Version: 1, V1: map[string]string{}, Meta: Meta{UID: uid}}
-						byID[id] = j
-						order = append(order, j)
-					}
-					j.V1[ctrl] = dir
-				}
-			}
-		}
+// DiscoverStats is Discover that also says what this pass saw: the job
+// directories by naming scheme and those skipped, by reason.
+func (d *Discoverer) DiscoverStats(ctx context.Context, problem Problem) ([]*Job, ScanStats) {
+	if problem == nil {
+		problem = func(string, error) {}
 	}
-	return order
+	s := d.newScan()
+	if d.cfg.Layout.V2 != "" {
+		s.findV2()
+	}
+	s.findV1()
+	sort.Slice(s.jobs, func(a, b int) bool { return lessJobID(s.jobs[a].ID, s.jobs[b].ID) })
+	waiting := map[string]bool{}
+	for n := range s.unresolved {
+		waiting[n] = true
+	}
+	d.attachMeta(ctx, s.jobs, problem, waiting)
+	if d.queue != nil && len(waiting) > 0 {
+		d.queue.want(QueueRequest{Nodes: d.nodeNames(waiting), SLUID: len(s.unresolved) > 0})
+	}
+	d.mu.Lock()
+	d.last = s.stats
+	d.mu.Unlock()
+	return s.jobs, s.stats
 }
 
-// jobIDFromProcs reads SLURM_JOB_ID from the environment of a process of dir.
-func (d *Discoverer) jobIDFromProcs(dir string) string {
-	for _, pid := range readProcsTree(dir, 4) {
-		b, err := os.ReadFile(filepath.Join(d.cfg.ProcFS, strconv.Itoa(pid), "environ"))
-		if err != nil {
-			continue
+// nodeNames are the node names squeue is asked about: those of the scopes
+// that hold jobs waiting for it (a stale scope of another node name, left
+// by a test setup, must not make squeue refuse the whole list), the host
+// name for a scope without a prefix; --slurm.node-name overrides them.
+func (d *Discoverer) nodeNames(waiting map[string]bool) []string {
+	if len(d.cfg.NodeNames) > 0 {
+		return d.cfg.NodeNames
+	}
+	var names []string
+	for n := range waiting {
+		if n == "" {
+			n = d.cfg.Hostname
 		}
-		if id := parseVars(b, 0)["SLURM_JOB_ID"]; isJobID(id) {
-			return id
+		if slurmcli.ValidNodeName(n) && !slices.Contains(names, n) {
+			names = append(names, n)
 		}
 	}
-	return ""
+	sort.Strings(names)
+	return names
 }
 
 // DirError describes a cgroup directory that does not look like Slurm's.
@@ -230,6 +191,16 @@ func JobIDFromCgroupPath(p string) string {
 		}
 	}
 	return ""
+}
+
+// readEnviron reads the Slurm variables of one process; nil when it cannot
+// be read (exited, or not ours to read).
+func (d *Discoverer) readEnviron(pid int) map[string]string {
+	b, err := os.ReadFile(filepath.Join(d.cfg.ProcFS, strconv.Itoa(pid), "environ"))
+	if err != nil {
+		return nil
+	}
+	return parseVars(b, 0)
 }
 
 func isJobID(s string) bool {

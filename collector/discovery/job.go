@@ -13,8 +13,12 @@ import (
 
 // Job is one Slurm job seen in this node's cgroups during one scrape.
 type Job struct {
-	ID      string // the Slurm job id (numeric; array tasks have their own raw id)
-	Version int    // 1 or 2: the cgroup version holding the job
+	ID string // the Slurm job id (numeric; array tasks have their own raw id)
+	// SLUID is Slurm 26.05's job id unique across the cluster and over
+	// time, when the cgroup directory is named by it ("" otherwise; the
+	// metadata may still carry one in Meta.SLUID).
+	SLUID   string
+	Version int // 1 or 2: the cgroup version holding the job
 	// Dir is the v2 job directory; empty on v1.
 	Dir string
 	// V1 maps a v1 controller to the job directory in its hierarchy.
@@ -22,6 +26,8 @@ type Job struct {
 
 	Meta Meta
 
+	ino      uint64 // inode of the (first) job directory: tells a reused id apart
+	node     string // Slurm node name of the scope's prefix, "" without one
 	pidsOnce sync.Once
 	pids     []int
 }
@@ -67,7 +73,8 @@ func (j *Job) PIDs() []int {
 
 // readProcsTree reads cgroup.procs of a job directory and of the Slurm
 // directories below it: step_*/ (listed), and in each step slurm/, user/
-// and task_N/ (probed by name). Listing a cgroup directory reads ~60 file
+// and task_N/ (probed by name), and user/task_special, which Slurm 26.05
+// makes for a step's processes that belong to no task. Listing a cgroup directory reads ~60 file
 // names per call, so only the job level, whose step ids are unknown, is
 // listed; Slurm numbers a node's tasks from 0 without gaps.
 func readProcsTree(dir string, depth int) []int {
@@ -87,6 +94,7 @@ func readProcsTree(dir string, depth int) []int {
 		user := filepath.Join(step, "user")
 		pids = append(pids, readProcs(user)...)
 		pids = append(pids, readTasks(user)...)
+		pids = append(pids, readProcs(filepath.Join(user, "task_special"))...)
 	}
 	return pids
 }

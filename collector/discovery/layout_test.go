@@ -95,26 +95,10 @@ func TestV1Prefixes(t *testing.T) {
 	if jobs[0].Meta.UID != 1001 || jobs[1].Meta.UID != 1002 {
 		t.Errorf("uids from the path: %d %d", jobs[0].Meta.UID, jobs[1].Meta.UID)
 	}
-	if len(causes) != 2 {
-		t.Errorf("want 2 unexpected_cgroup_dir reports (uid_x, job_abc), got %v", causes)
+	if len(causes) != 0 {
+		t.Errorf("problems %v: skipped directories are counted, not reported as problems", causes)
 	}
-}
-
-// Slurm 26.05 may name v2 job directories by SLUID: the job id comes from
-// a job process's environment.
-func TestV2SLUID(t *testing.T) {
-	root := t.TempDir()
-	proc := t.TempDir()
-	task := filepath.Join(root, "system.slice", "slurmstepd.scope", "job_s1a2b3c4d5", "step_0", "user", "task_0")
-	if err := os.MkdirAll(task, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	_ = os.WriteFile(filepath.Join(task, "cgroup.procs"), []byte("42\n"), 0o644)
-	_ = os.MkdirAll(filepath.Join(proc, "42"), 0o755)
-	_ = os.WriteFile(filepath.Join(proc, "42", "environ"), []byte("SLURM_JOB_ID=1234\x00SLURM_JOB_ACCOUNT=a\x00SLURM_JOB_USER=u\x00"), 0o644)
-	d := New(Config{Layout: Layout{V2: root}, ProcFS: proc})
-	jobs := d.Discover(t.Context(), func(string, error) {})
-	if len(jobs) != 1 || jobs[0].ID != "1234" || jobs[0].Meta.Account != "a" {
-		t.Fatalf("got %+v", jobs)
+	if st := d.Status(); st.Skipped[SkipUnknownScheme] != 2 || st.Last.Dirs[SchemeJobID] != 2 || st.Last.Dirs[SchemeUnknown] != 2 {
+		t.Errorf("uid_x and job_abc must be skipped as unknown_scheme: %+v", st)
 	}
 }

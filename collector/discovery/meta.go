@@ -1,6 +1,11 @@
 package discovery
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+
+	"github.com/jobscope/jobscope/slurmcli"
+)
 
 // Meta is what Slurm knows about a job and cgroupfs does not.
 type Meta struct {
@@ -13,28 +18,43 @@ type Meta struct {
 	Cluster     string
 	ArrayJobID  string
 	ArrayTaskID string
+	SLUID       string
+	StartTime   int64 // unix seconds, 0 when unknown
 	// Key tells apart two jobs that reuse one id (after a slurmctld state
-	// reset): cluster, job id and start time.
+	// reset): the SLUID where Slurm has one, else cluster, job id and start
+	// time; "" until a source gives the start time. Every source gives the
+	// same key for one job.
 	Key string
-	// Source says where the metadata came from: props, environ, scontrol, or none.
+	// Source says where the metadata came from: the sources that gave at
+	// least one field, in order of trust (props, environ, squeue), joined by
+	// "+", or none.
 	Source string
 	// Env holds the GPU- and step-related variables of the job's environment
 	// (SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES, ...) for collectors that map devices.
 	Env map[string]string
 }
 
-// complete reports whether the fields that label every series are known.
-func (m Meta) complete() bool { return m.Account != "" && m.User != "" }
+// Source names.
+const (
+	SourceProps   = "props"
+	SourceEnviron = "environ"
+	SourceSqueue  = "squeue"
+	SourceNone    = "none"
+)
 
-// mergeFrom fills empty fields of m from o.
-func (m *Meta) mergeFrom(o Meta) {
+// mergeFrom fills the empty fields of m from o, field by field, and
+// records o's source when it gave any label field.
+func (m *Meta) mergeFrom(o Meta, source string) {
+	gave := false
 	fill := func(dst *string, src string) {
-		if *dst == "" {
+		if *dst == "" && src != "" {
 			*dst = src
+			gave = true
 		}
 	}
-	if m.UID < 0 {
+	if m.UID < 0 && o.UID >= 0 {
 		m.UID = o.UID
+		gave = true
 	}
 	fill(&m.User, o.User)
 	fill(&m.Account, o.Account)
@@ -44,12 +64,13 @@ func (m *Meta) mergeFrom(o Meta) {
 	fill(&m.Cluster, o.Cluster)
 	fill(&m.ArrayJobID, o.ArrayJobID)
 	fill(&m.ArrayTaskID, o.ArrayTaskID)
-	fill(&m.Key, o.Key)
-	if m.Source == "" || m.Source == "none" {
-		m.Source = o.Source
-	} else if o.Source != "" && o.Source != "none" && !strings.Contains(m.Source, o.Source) {
-		m.Source += "+" + o.Source
+	fill(&m.SLUID, o.SLUID)
+	if m.StartTime == 0 && o.StartTime > 0 {
+		m.StartTime = o.StartTime
+		gave = true
 	}
+	// Device variables feed device mapping, not labels: they do not
+	// make a source count.
 	for k, v := range o.Env {
 		if m.Env == nil {
 			m.Env = map[string]string{}
@@ -58,25 +79,50 @@ func (m *Meta) mergeFrom(o Meta) {
 			m.Env[k] = v
 		}
 	}
+	if gave {
+		if m.Source == "" {
+			m.Source = source
+		} else {
+			m.Source += "+" + source
+		}
+	}
 }
 
-// envKeys maps Slurm's environment variables (also written by the prolog
-// into the job-props directory) to Meta fields.
-func metaFromVars(vars map[string]string, source string) Meta {
-	m := Meta{UID: -1, Source: source}
+// key builds Meta.Key for job id.
+func (m Meta) key(id string) string {
+	switch {
+	case m.SLUID != "":
+		return m.SLUID
+	case m.StartTime > 0:
+		return m.Cluster + "/" + id + "/" + strconv.FormatInt(m.StartTime, 10)
+	}
+	return ""
+}
+
+// metaFromVars maps Slurm's environment variables (also written by the
+// prolog into the job-props directory) to Meta fields.
+func metaFromVars(vars map[string]string) Meta {
+	m := Meta{UID: -1}
 	if v, ok := vars["SLURM_JOB_UID"]; ok {
 		if uid, err := parseUint(v); err == nil {
 			m.UID = int(uid)
 		}
 	}
-	m.User = vars["SLURM_JOB_USER"]
-	m.Account = vars["SLURM_JOB_ACCOUNT"]
-	m.Partition = vars["SLURM_JOB_PARTITION"]
-	m.QOS = vars["SLURM_JOB_QOS"]
-	m.Name = vars["SLURM_JOB_NAME"]
-	m.Cluster = vars["SLURM_CLUSTER_NAME"]
-	m.ArrayJobID = vars["SLURM_ARRAY_JOB_ID"]
-	m.ArrayTaskID = vars["SLURM_ARRAY_TASK_ID"]
+	get := func(k string) string { return slurmcli.Clean(vars[k]) }
+	m.User = get("SLURM_JOB_USER")
+	m.Account = get("SLURM_JOB_ACCOUNT")
+	m.Partition = get("SLURM_JOB_PARTITION")
+	m.QOS = get("SLURM_JOB_QOS")
+	m.Name = get("SLURM_JOB_NAME")
+	m.Cluster = get("SLURM_CLUSTER_NAME")
+	m.ArrayJobID = get("SLURM_ARRAY_JOB_ID")
+	m.ArrayTaskID = get("SLURM_ARRAY_TASK_ID")
+	if s := vars["SLURM_JOB_SLUID"]; slurmcli.IsSLUID(s) {
+		m.SLUID = s
+	}
+	if st, err := parseUint(vars["SLURM_JOB_START_TIME"]); err == nil && st > 0 {
+		m.StartTime = int64(st)
+	}
 	for _, k := range deviceVars {
 		if v, ok := vars[k]; ok {
 			if m.Env == nil {
@@ -85,10 +131,13 @@ func metaFromVars(vars map[string]string, source string) Meta {
 			m.Env[k] = v
 		}
 	}
-	if st := vars["SLURM_JOB_START_TIME"]; st != "" && m.Cluster != "" {
-		m.Key = m.Cluster + "/" + vars["SLURM_JOB_ID"] + "/" + st
-	}
 	return m
+}
+
+// metaFromNodeJob maps a squeue record.
+func metaFromNodeJob(j slurmcli.NodeJob) Meta {
+	return Meta{UID: j.UID, User: j.User, Account: j.Account, Partition: j.Partition, QOS: j.QOS, Name: j.Name,
+		Cluster: j.Cluster, ArrayJobID: j.ArrayJobID, ArrayTaskID: j.ArrayTaskID, SLUID: j.SLUID, StartTime: j.StartTime}
 }
 
 // deviceVars are kept for device-mapping collectors.

@@ -10,54 +10,71 @@ import (
 
 var direntBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
 
-// subdirs lists the names of dir's sub-directories. It reads the raw
-// directory stream and keeps only entries typed as directories, so the
-// dozens of interface files of a cgroup cost no allocation.
+// dirent is a sub-directory: its name and inode number (on cgroupfs, the
+// cgroup id), which tells a job directory from a new one of the same name.
+type dirent struct {
+	name string
+	ino  uint64
+}
+
+// subdirs lists the names of dir's sub-directories.
 func subdirs(dir string) []string {
+	ents, _ := listDirs(dir)
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.name
+	}
+	return names
+}
+
+// listDirs lists dir's sub-directories. It reads the raw directory stream
+// and keeps only entries typed as directories, so the dozens of interface
+// files of a cgroup cost no allocation. ok is false when dir cannot be
+// opened (gone, or not ours to read).
+func listDirs(dir string) (ents []dirent, ok bool) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	defer unix.Close(fd)
 	bp := direntBufs.Get().(*[]byte)
 	defer direntBufs.Put(bp)
 	buf := *bp
-	var names []string
 	for {
 		n, err := unix.Getdents(fd, buf)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil || n <= 0 {
-			return names
+			return ents, true
 		}
-		names = appendDirNames(names, dir, buf[:n])
+		ents = appendDirents(ents, dir, buf[:n])
 		// The kernel fills the buffer while entries remain: a short read
 		// was the last one, which saves the empty read that ends a listing.
 		if n < len(buf)-512 {
-			return names
+			return ents, true
 		}
 	}
 }
 
-// appendDirNames parses linux_dirent64 records: ino u64, off s64,
+// appendDirents parses linux_dirent64 records: ino u64, off s64,
 // reclen u16, type u8, name NUL-terminated.
-func appendDirNames(names []string, dir string, b []byte) []string {
+func appendDirents(ents []dirent, dir string, b []byte) []dirent {
 	for len(b) >= 19 {
 		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
 		if reclen < 19 || reclen > len(b) {
-			return names
+			return ents
 		}
-		typ, name := b[18], b[19:reclen]
+		ino, typ, name := binary.NativeEndian.Uint64(b[0:8]), b[18], b[19:reclen]
 		if i := bytes.IndexByte(name, 0); i >= 0 {
 			name = name[:i]
 		}
 		b = b[reclen:]
 		if s := string(name); s != "." && s != ".." && isDir(typ, dir, s) {
-			names = append(names, s)
+			ents = append(ents, dirent{name: s, ino: ino})
 		}
 	}
-	return names
+	return ents
 }
 
 // isDir trusts the entry's type; file systems that do not fill it in

@@ -16,4 +16,15 @@ rm -f "$dir/$job" 2>/dev/null
 for f in "$dir/.$job".*; do
 	[ -f "$f" ] && rm -f "$f" 2>/dev/null
 done
+
+# The prolog's SLUID link (Slurm 26.05), only where it points at this job.
+sluid=${SLURM_JOB_SLUID:-}
+case $sluid in
+s[0-9A-HJKMNP-TV-Z][0-9A-HJKMNP-TV-Z][0-9A-HJKMNP-TV-Z][0-9A-HJKMNP-TV-Z][0-9A-HJKMNP-TV-Z][0-9A-HJKMNP-TV-Z][0-9A-HJKMNP-TV-Z][0-9A-HJKMNP-TV-Z][0-9A-HJKMNP-TV-Z][0-9A-HJKMNP-TV-Z][0-9A-HJKMNP-TV-Z][0-9A-HJKMNP-TV-Z][0-9A-HJKMNP-TV-Z])
+	[ -L "$dir/$sluid" ] && [ "$(readlink "$dir/$sluid")" = "$job" ] && rm -f "$dir/$sluid" 2>/dev/null
+	for f in "$dir/.$sluid".*; do
+		[ -L "$f" ] && rm -f "$f" 2>/dev/null
+	done
+	;;
+esac
 exit 0

@@ -27,6 +27,8 @@ func MIGUUID(j int) string { return fmt.Sprintf("MIG-00000000-0000-4000-8000-000
 type Node struct {
 	*dgxa100.Server
 	PIDs map[int][]uint32
+	// Missing lists NVML symbols this node's "driver" lacks (an old driver).
+	Missing map[string]bool
 
 	mu        sync.Mutex
 	xid       []nvml.EventData
@@ -36,12 +38,19 @@ type Node struct {
 
 // New builds the node.
 func New() *Node {
-	n := &Node{Server: dgxa100.New(), PIDs: map[int][]uint32{}}
+	n := &Node{Server: dgxa100.New(), PIDs: map[int][]uint32{}, Missing: map[string]bool{}}
+	n.LookupSymbolFunc = func(s string) error {
+		if n.Missing[s] {
+			return fmt.Errorf("undefined symbol: %s", s)
+		}
+		return nil
+	}
 	for i, d := range n.Devices {
 		dev := d.(*dgxa100.Device)
 		dev.UUID = UUID(i)
 		dev.MemoryInfo.Used = uint64(i) << 30
 		setTelemetry(dev, i, n)
+		setMemoryV2(dev)
 	}
 	last := n.Devices[7].(*dgxa100.Device)
 	last.MigMode = nvml.DEVICE_MIG_ENABLE
@@ -133,6 +142,20 @@ func setTelemetry(dev *dgxa100.Device, i int, n *Node) {
 	dev.RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { return ok }
 }
 
+// Reserved is the device memory the mock driver keeps for itself, the
+// amount a real H100 with driver 580 reported (testdata/gpu/h100).
+const Reserved = 480 << 20
+
+// setMemoryV2 answers nvmlDeviceGetMemoryInfo_v2 as a real driver does: the
+// total includes the driver's reservation, used and free do not. The mock's
+// v1 MemoryInfo is taken as what processes see.
+func setMemoryV2(dev *dgxa100.Device) {
+	dev.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) {
+		m := dev.MemoryInfo
+		return nvml.Memory_v2{Total: m.Total + Reserved, Reserved: Reserved, Used: m.Used, Free: m.Total - m.Used}, nvml.SUCCESS
+	}
+}
+
 func (n *Node) migDevice(j, gi int) nvml.Device {
 	return &mock.Device{
 		GetUUIDFunc:              func() (string, nvml.Return) { return MIGUUID(j), nvml.SUCCESS },
@@ -142,6 +165,9 @@ func (n *Node) migDevice(j, gi int) nvml.Device {
 		GetMemoryInfoFunc: func() (nvml.Memory, nvml.Return) {
 			return nvml.Memory{Total: 20 << 30, Used: uint64(j+1) << 28}, nvml.SUCCESS
 		},
+		// What a real MIG instance answers to the v2 call is unverified (no
+		// MIG on the lent H100); the backend falls back to the first call.
+		GetMemoryInfo_v2Func:           func() (nvml.Memory_v2, nvml.Return) { return nvml.Memory_v2{}, nvml.ERROR_NOT_SUPPORTED },
 		GetComputeRunningProcessesFunc: func() ([]nvml.ProcessInfo, nvml.Return) { return procs(n.PIDs[70+j]), nvml.SUCCESS },
 	}
 }

@@ -54,7 +54,7 @@ func measure(bin string, n, scrapes int, extra []string) error {
 		return err
 	}
 	args := append([]string{"--web.listen-address=" + addr, "--path.cgroupfs=" + root, "--path.procfs=" + dir,
-		"--path.sysfs=" + dir, "--slurm.scontrol-fallback=false", "--log.level=error",
+		"--path.sysfs=" + dir, "--slurm.node-metadata.squeue=false", "--log.level=error",
 		// eBPF would attach to this machine's scheduler: bench-bpf measures it.
 		"--collector.ebpf=false"}, extra...)
 	cmd := exec.Command(bin, args...)

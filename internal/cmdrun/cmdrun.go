@@ -29,6 +29,9 @@ const (
 // ErrTimeout marks a command killed at its timeout.
 var ErrTimeout = errors.New("command timed out and was killed")
 
+// ErrTooLarge marks a command whose stdout passed MaxStdout.
+var ErrTooLarge = errors.New("output over the limit")
+
 // Spec says how to run one command.
 type Spec struct {
 	Path      string
@@ -73,7 +76,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		res.Stdout = stdout.buf.Bytes()
 		return res, nil
 	case stdout.over:
-		res.Cause, err = TooLarge, fmt.Errorf("%s: output over %d bytes", s.Path, s.MaxStdout)
+		res.Cause, err = TooLarge, fmt.Errorf("%s: %d bytes: %w", s.Path, s.MaxStdout, ErrTooLarge)
 	case errors.Is(context.Cause(ctx), ErrTimeout) || errors.Is(ctx.Err(), context.DeadlineExceeded):
 		// Our timeout, or a deadline the caller set: either way it took too long.
 		res.Cause, err = Timeout, fmt.Errorf("%s after %s: %w", s.Path, s.Timeout, ErrTimeout)

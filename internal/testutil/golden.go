@@ -3,6 +3,7 @@
 package testutil
 
 import (
+	"bufio"
 	"bytes"
 	"flag"
 	"os"
@@ -61,6 +62,14 @@ func zero(m *dto.Metric) {
 // and runs promtool's linter on it.
 func Golden(t testing.TB, path string, got []byte) {
 	t.Helper()
+	GoldenText(t, path, got)
+	Promtool(t, got)
+}
+
+// GoldenText compares got with the file at path (-update rewrites it),
+// for outputs that are not expositions.
+func GoldenText(t testing.TB, path string, got []byte) {
+	t.Helper()
 	if *Update {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
@@ -76,7 +85,6 @@ func Golden(t testing.TB, path string, got []byte) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("output differs from %s (run with -update and review the diff):\n%s", path, diff(string(want), string(got)))
 	}
-	Promtool(t, got)
 }
 
 // Promtool runs `promtool check metrics` on an exposition and fails on any
@@ -127,4 +135,41 @@ func diff(want, got string) string {
 		}
 	}
 	return b.String()
+}
+
+// GoldenMetricNames returns every metric name in the exporter's golden
+// outputs under root (testdata/**/*.golden): what jobscope really prints.
+// Tests of what reads those metrics (rules, dashboards, the job report)
+// check their names against it.
+func GoldenMetricNames(t testing.TB, root string) map[string]bool {
+	t.Helper()
+	names := map[string]bool{}
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".golden") {
+			return err
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
+				names[strings.Fields(rest)[0]] = true
+			} else if line != "" && line[0] != '#' {
+				names[strings.FieldsFunc(line, func(r rune) bool { return r == '{' || r == ' ' })[0]] = true
+			}
+		}
+		return sc.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) < 20 {
+		t.Fatalf("only %d metric names in %s/**/*.golden: goldens missing?", len(names), root)
+	}
+	return names
 }

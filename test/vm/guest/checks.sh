@@ -131,18 +131,18 @@ check_controller() {
 	si=$(sinfo -h -N -o '%N %T' | sort -u | awk '{print $2}' | tr -d '*~#!%$@^' | sort | uniq -c | awk '{print $2"="$1}' | paste -sd, -)
 	scrape $CTL_PORT "$f" || { row "controller: scrape" "/metrics answers" "no answer" FAIL; return; }
 	got=""
-	for s in $(grep -E '^slurm_jobs\{' "$f" | sed -n 's/.*state="\([^"]*\)".*/\1/p' | sort -u); do
-		got+="$s=$(mnum "$f" slurm_jobs "state=\"$s\""),"
+	for s in $(grep -E '^slurm_queue_jobs\{' "$f" | sed -n 's/.*state="\([^"]*\)".*/\1/p' | sort -u); do
+		got+="$s=$(mnum "$f" slurm_queue_jobs "state=\"$s\""),"
 	done
-	check_eq "controller: slurm_jobs by state == squeue -r" "$sq" "${got%,}"
-	check_eq "controller: pending reason JobHeldUser" 1 "$(mnum "$f" slurm_jobs_pending 'reason="JobHeldUser"')"
+	check_eq "controller: slurm_queue_jobs by state == squeue -r" "$sq" "${got%,}"
+	check_eq "controller: pending reason JobHeldUser" 1 "$(mnum "$f" slurm_queue_jobs_pending 'reason="JobHeldUser"')"
 	got=""
-	for s in $(grep -E '^slurm_nodes\{' "$f" | sed -n 's/.*state="\([^"]*\)".*/\1/p' | sort -u); do
-		v=$(mnum "$f" slurm_nodes "state=\"$s\"")
+	for s in $(grep -E '^slurm_cluster_nodes\{' "$f" | sed -n 's/.*state="\([^"]*\)".*/\1/p' | sort -u); do
+		v=$(mnum "$f" slurm_cluster_nodes "state=\"$s\"")
 		[ "$v" != 0 ] && got+="$s=$v,"
 	done
-	check_eq "controller: slurm_nodes by state == sinfo" "$si" "${got%,}"
-	check_eq "controller: allocated CPUs == sinfo %C" "$(sinfo -h -o %C | cut -d/ -f1)" "$(mnum "$f" slurm_cpus 'state="allocated"')"
+	check_eq "controller: slurm_cluster_nodes by state == sinfo" "$si" "${got%,}"
+	check_eq "controller: allocated CPUs == sinfo %C" "$(sinfo -h -o %C | cut -d/ -f1)" "$(mnum "$f" slurm_cluster_cpus 'state="allocated"')"
 	check_eq "controller: jobscope_slurm_up all 1" "" "$(grep -E '^jobscope_slurm_up\{' "$f" | awk '$NF!=1' | head -3 | tr '\n' ' ')"
 	check_eq "controller: no label value (null)" 0 "$(grep -c '="(null)"' "$f")"
 	if [ "$DBD" = yes ]; then
@@ -167,7 +167,7 @@ check_prometheus() {
 	wait_for 60 "prometheus has the burner" sh -c "[ \"\$(curl -fsS http://127.0.0.1:$PROM_PORT/api/v1/query --data-urlencode 'query=slurm_job_info{jobid=\"$J_BURN\"}' | jq -r '.data.result[0].metric.user // empty')\" = alice ]"
 	check_eq "prometheus: slurm_job_info{jobid=$J_BURN} user" alice "$(promq "slurm_job_info{jobid=\"$J_BURN\"}" | jq -r '.data.result[0].metric.user // empty')"
 	check_eq "prometheus: both jobscope targets up" "1,1" "$(promq 'up{job=~"jobscope.*"}' | jq -r '[.data.result[].value[1]] | sort | join(",")')"
-	check_eq "prometheus: sum(slurm_jobs) == squeue -r" "$(squeue -h -r | wc -l)" "$(promv 'sum(slurm_jobs)')"
+	check_eq "prometheus: sum(slurm_queue_jobs) == squeue -r" "$(squeue -h -r | wc -l)" "$(promv 'sum(slurm_queue_jobs)')"
 	check_eq "prometheus: count per-core series of burner == cpuset size" \
 		"$(cpulist "$(cgfile "$J_BURN" cpuset.cpus.effective)" | wc -l)" \
 		"$(promv "count(slurm_job_cpu_core_seconds_total{jobid=\"$J_BURN\"})")"

@@ -12,7 +12,7 @@ UNIT_DIR=/etc/systemd/system
 # the host built (`make build` ran there: the VM has no Go).
 install_node_unit() {
 	id jobscope >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin jobscope
-	install -m 0755 "$SRC/bin/jobscope" /usr/local/bin/jobscope
+	install -m 0755 "$SRC/bin/jobscope" /usr/bin/jobscope
 	install -m 0644 "$SRC/contrib/systemd/jobscope.service" "$UNIT_DIR/"
 	systemctl daemon-reload && systemctl enable --now jobscope
 }

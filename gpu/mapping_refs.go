@@ -85,16 +85,35 @@ func refsFromVars(vars map[string]string) envRefs {
 	return out
 }
 
-// parseRef reads one GPU token: an index or a GPU-/MIG- UUID.
+// parseRef reads one GPU token: an index, or a GPU or MIG UUID in any case
+// (NVML prints GPU-/MIG- and lower-case hex; a hand-written file may not).
 func parseRef(tok string) (ref, bool) {
-	if strings.HasPrefix(tok, "GPU-") || strings.HasPrefix(tok, "MIG-") {
-		return ref{kind: 'u', uuid: tok}, true
+	if u := canonUUID(tok); u != "" {
+		return ref{kind: 'u', uuid: u}, true
 	}
 	if isDigits(tok) {
 		n, err := strconv.Atoi(tok)
 		return ref{kind: 'i', index: n}, err == nil
 	}
 	return ref{}, false
+}
+
+// canonUUID returns a GPU or MIG UUID (GPU-…, MIG-…, CUDA 11.0's
+// MIG-GPU-…/gi/ci) as NVML prints it: the prefix in upper case, the rest in
+// lower case; "" for anything else.
+func canonUUID(s string) string {
+	if len(s) <= 4 {
+		return ""
+	}
+	p := strings.ToUpper(s[:4])
+	if p != "GPU-" && p != "MIG-" {
+		return ""
+	}
+	rest := strings.ToLower(s[4:])
+	if p == "MIG-" && strings.HasPrefix(rest, "gpu-") {
+		rest = "GPU-" + rest[4:]
+	}
+	return p + rest
 }
 
 // readGPUVars reads the GPU variables of one /proc/<pid>/environ; nil when
@@ -147,9 +166,9 @@ func newDevIndex(devs []Device) *devIndex {
 			target = ""
 		}
 		if d.IsMIG() {
-			ix.byUUID[d.UUID] = d.UUID
+			ix.byUUID[canonUUID(d.UUID)] = d.UUID
 			// CUDA 11.0's form MIG-GPU-<parent uuid>/<gi>/<ci>.
-			ix.byUUID[fmt.Sprintf("MIG-%s/%d/%d", d.ParentUUID, d.GPUInstanceID, d.ComputeInstanceID)] = d.UUID
+			ix.byUUID[canonUUID(fmt.Sprintf("MIG-%s/%d/%d", d.ParentUUID, d.GPUInstanceID, d.ComputeInstanceID))] = d.UUID
 			ix.uuids = append(ix.uuids, d.UUID)
 			continue
 		}
@@ -157,7 +176,7 @@ func newDevIndex(devs []Device) *devIndex {
 		if d.Minor >= 0 {
 			ix.byMinor[d.Minor] = target
 		}
-		ix.byUUID[d.UUID] = target
+		ix.byUUID[canonUUID(d.UUID)] = target
 		ix.uuids = append(ix.uuids, d.UUID)
 	}
 	return ix
@@ -176,14 +195,14 @@ func (ix *devIndex) resolve(r ref) string {
 		// CUDA accepts an unambiguous UUID prefix.
 		found := ""
 		for _, u := range ix.uuids {
-			if strings.HasPrefix(u, r.uuid) {
+			if strings.HasPrefix(canonUUID(u), r.uuid) {
 				if found != "" {
 					return ""
 				}
 				found = u
 			}
 		}
-		return ix.byUUID[found]
+		return ix.byUUID[canonUUID(found)]
 	}
 	return ""
 }

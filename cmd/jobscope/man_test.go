@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/jobscope/jobscope/gpu"
+	"github.com/jobscope/jobscope/internal/report"
+)
+
+// The man page lists every flag --help lists, each once, and nothing
+// hidden or deprecated; groff reads it without a warning.
+func TestManPage(t *testing.T) {
+	fs, _, _ := newFlagSet()
+	var out bytes.Buffer
+	if err := writeMan(&out, fs); err != nil {
+		t.Fatal(err)
+	}
+	page := out.String()
+	visible := 0
+	// The exporter's flags and the report's (its own section) have no name
+	// in common, so each has exactly one entry.
+	all := pflag.NewFlagSet("all", pflag.ContinueOnError)
+	all.AddFlagSet(fs)
+	all.AddFlagSet(report.FlagSet())
+	all.VisitAll(func(f *pflag.Flag) {
+		entry := ".TP\n\\fB\\-\\-" + roff(f.Name) + "\\fR"
+		n := strings.Count(page, entry)
+		shown := !f.Hidden && f.Deprecated == ""
+		switch {
+		case !shown && n != 0:
+			t.Errorf("hidden or deprecated flag --%s is in the man page", f.Name)
+		case shown && n != 1:
+			t.Errorf("flag --%s: %d entries, want 1", f.Name, n)
+		}
+		if shown {
+			visible++
+		}
+	})
+	if visible < 40 || strings.Count(page, ".TP\n\\fB\\-\\-") != visible {
+		t.Errorf("%d flag entries for %d visible flags", strings.Count(page, ".TP\n\\fB\\-\\-"), visible)
+	}
+	for _, want := range []string{"Default: \\fB:10817\\fR.", "/etc/default/jobscope", "Prolog=/etc/slurm/prolog.d/*",
+		".SH JOBSCOPE REPORT", "/etc/jobscope/report.yml"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("man page lacks %q", want)
+		}
+	}
+	groff, err := exec.LookPath("groff")
+	if err != nil {
+		t.Skip("groff not installed (Debian: groff-base): roff syntax not checked")
+	}
+	cmd := exec.Command(groff, "-man", "-Tutf8", "-ww", "-z")
+	cmd.Stdin = &out
+	if msg, err := cmd.CombinedOutput(); err != nil || len(msg) > 0 {
+		t.Errorf("groff: %v\n%s", err, msg)
+	}
+}
+
+func TestRoffEscapes(t *testing.T) {
+	for in, want := range map[string]string{
+		`a-b\c`: `a\-b\ec`, ".x": `\&.x`, "'q": `\&'q`, "mid.dot": "mid.dot",
+	} {
+		if got := roffLine(in); got != want {
+			t.Errorf("roffLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// The static package's binary must say it has no GPU support.
+func TestVersionLine(t *testing.T) {
+	line := versionLine()
+	if !strings.HasPrefix(line, "jobscope "+version+" (revision "+revision) {
+		t.Errorf("version line %q", line)
+	}
+	if gpu.NVMLBuilt != strings.Contains(line, "GPU support: NVML") || gpu.NVMLBuilt == strings.Contains(line, "no GPU support") {
+		t.Errorf("version line %q disagrees with NVMLBuilt=%v", line, gpu.NVMLBuilt)
+	}
+	if cgoBuild() == strings.Contains(line, "static") {
+		t.Errorf("version line %q disagrees with cgo=%v", line, cgoBuild())
+	}
+}

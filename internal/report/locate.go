@@ -1,0 +1,332 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+)
+
+// Errors a caller tells apart (exit codes, tests).
+var (
+	ErrUnknownJob = errors.New("unknown job")
+	ErrNoSamples  = errors.New("no samples")
+	ErrAmbiguous  = errors.New("job id used by several jobs")
+	ErrBadInput   = errors.New("bad input")
+)
+
+// subStep is the resolution of the subqueries that find a job's first and
+// last sample; it stays under Prometheus's 5-minute lookback so a running
+// job is seen at every step.
+const subStep = time.Minute
+
+// candidate is one job (one job_key) that used the id.
+type candidate struct {
+	key         string
+	labels      map[string]string // slurm_job_info labels, most informative value of each
+	nodes       []string
+	first, last time.Time
+	running     bool
+	interval    time.Duration // scrape interval, from the samples
+}
+
+func (c *candidate) ref() JobRef {
+	return JobRef{Key: c.key, Cluster: c.labels[lClust], User: c.labels[lUser], Nodes: c.nodes,
+		FirstSample: c.first, LastSample: c.last}
+}
+
+// infoMatch selects the slurm_job_info series of a job id.
+func (r *runner) infoMatch(id string, extra map[string]string) string {
+	eq := map[string]string{lJobID: id}
+	if r.cfg.Cluster != "" {
+		eq[lClust] = r.cfg.Cluster
+	}
+	for k, v := range extra {
+		eq[k] = v
+	}
+	return sel(mInfo, eq, "", "")
+}
+
+// candidates finds every job that used id within the lookback window, with
+// its nodes, first and last sample and whether it still runs.
+func (r *runner) candidates(ctx context.Context, id string) ([]*candidate, error) {
+	now := r.now
+	from := now.Add(-time.Duration(r.cfg.Lookback))
+	match := r.infoMatch(id, nil)
+	sets, err := r.prom.series(ctx, match, from, now)
+	if err != nil {
+		return nil, err
+	}
+	byKey := map[string]*candidate{}
+	for _, ls := range sets {
+		key := string(ls[lJobKey])
+		c := byKey[key]
+		if c == nil {
+			c = &candidate{key: key, labels: map[string]string{}}
+			byKey[key] = c
+		}
+		for n, v := range ls {
+			if v != "" && n != model.MetricNameLabel && len(v) >= len(c.labels[string(n)]) {
+				c.labels[string(n)] = string(v)
+			}
+		}
+		if node := string(ls[model.LabelName(r.cfg.NodeLabel)]); node != "" && !slices.Contains(c.nodes, node) {
+			c.nodes = append(c.nodes, node)
+		}
+	}
+	if len(byKey) == 0 {
+		return nil, nil
+	}
+	sub := "[" + promDur(time.Duration(r.cfg.Lookback)) + ":" + promDur(subStep) + "]"
+	firsts, err := r.prom.vector(ctx, "min by (job_key) (min_over_time(timestamp("+match+")"+sub+"))", now)
+	if err != nil {
+		return nil, err
+	}
+	lasts, err := r.prom.vector(ctx, "max by (job_key) (max_over_time(timestamp("+match+")"+sub+"))", now)
+	if err != nil {
+		return nil, err
+	}
+	live, err := r.prom.vector(ctx, "group by (job_key) ("+match+")", now)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range firsts {
+		if c := byKey[string(s.Metric[lJobKey])]; c != nil {
+			c.first = unixTime(float64(s.Value))
+		}
+	}
+	for _, s := range lasts {
+		if c := byKey[string(s.Metric[lJobKey])]; c != nil {
+			c.last = unixTime(float64(s.Value))
+		}
+	}
+	for _, s := range live {
+		if c := byKey[string(s.Metric[lJobKey])]; c != nil {
+			c.running = true
+		}
+	}
+	var out []*candidate
+	for _, c := range byKey {
+		if c.first.IsZero() {
+			// A job shorter than subStep can fall between two steps: its
+			// few raw samples are cheap to read whole.
+			if err := r.rawBounds(ctx, id, c, from, now); err != nil {
+				return nil, err
+			}
+		}
+		if c.first.IsZero() {
+			continue
+		}
+		if c.interval, err = r.refine(ctx, id, c); err != nil {
+			return nil, err
+		}
+		sort.Strings(c.nodes)
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].first.Before(out[j].first) })
+	return mergeUnkeyed(out), nil
+}
+
+// unkeyedGap is how long after its unkeyed samples a job's keyed ones may
+// start and still be the same job.
+const unkeyedGap = 10 * time.Minute
+
+// mergeUnkeyed folds series without a job_key into the job that follows
+// them on the same node: the exporter labels a job before it knows its
+// start time (metadata arrives after the first scrapes), then with its
+// key. Unkeyed series that no keyed job follows stay a job of their own.
+func mergeUnkeyed(cands []*candidate) []*candidate {
+	var out []*candidate
+	for _, e := range cands {
+		if e.key != "" {
+			continue
+		}
+		merged := false
+		for _, k := range cands {
+			if k.key == "" || !sharesNode(e, k) || k.first.Before(e.first) || k.first.After(e.last.Add(unkeyedGap)) {
+				continue
+			}
+			k.first = e.first
+			for _, n := range e.nodes {
+				if !slices.Contains(k.nodes, n) {
+					k.nodes = append(k.nodes, n)
+				}
+			}
+			sort.Strings(k.nodes)
+			for l, v := range e.labels {
+				if k.labels[l] == "" {
+					k.labels[l] = v
+				}
+			}
+			merged = true
+			break
+		}
+		if !merged {
+			out = append(out, e)
+		}
+	}
+	for _, c := range cands {
+		if c.key != "" {
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].first.Before(out[j].first) })
+	return out
+}
+
+func sharesNode(a, b *candidate) bool {
+	for _, n := range a.nodes {
+		if slices.Contains(b.nodes, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// rawBounds sets a candidate's first and last sample from its raw samples
+// in [from, to].
+func (r *runner) rawBounds(ctx context.Context, id string, c *candidate, from, to time.Time) error {
+	m, err := r.prom.matrix(ctx, r.infoMatch(id, map[string]string{lJobKey: c.key})+"["+promDur(to.Sub(from))+"]", to)
+	if err != nil {
+		return err
+	}
+	first, last, _ := sampleBounds(m)
+	c.first, c.last = first, last
+	return nil
+}
+
+// refine replaces the subquery's minute-resolution bounds of a job by
+// its exact first and last sample, and estimates the scrape interval.
+func (r *runner) refine(ctx context.Context, id string, c *candidate) (interval time.Duration, err error) {
+	match := r.infoMatch(id, map[string]string{lJobKey: c.key})
+	m, err := r.prom.matrix(ctx, match+"["+promDur(subStep+time.Second)+"]", c.first)
+	if err != nil {
+		return 0, err
+	}
+	first, _, interval := sampleBounds(m)
+	if !first.IsZero() && first.Before(c.first.Add(time.Second)) {
+		c.first = first
+	}
+	at := c.last.Add(subStep + time.Second)
+	if at.After(r.now) {
+		at = r.now
+	}
+	m, err = r.prom.matrix(ctx, match+"["+promDur(at.Sub(c.last)+2*time.Second)+"]", at)
+	if err != nil {
+		return 0, err
+	}
+	_, last, iv := sampleBounds(m)
+	if last.After(c.last) {
+		c.last = last
+	}
+	if interval == 0 {
+		interval = iv
+	}
+	return interval, nil
+}
+
+// sampleBounds returns the earliest and latest sample of a matrix and the
+// median gap between consecutive samples of one series.
+func sampleBounds(m model.Matrix) (first, last time.Time, interval time.Duration) {
+	var gaps []float64
+	for _, s := range m {
+		for i, p := range s.Values {
+			t := p.Timestamp.Time()
+			if first.IsZero() || t.Before(first) {
+				first = t
+			}
+			if t.After(last) {
+				last = t
+			}
+			if i > 0 {
+				gaps = append(gaps, float64(p.Timestamp-s.Values[i-1].Timestamp)/1000)
+			}
+		}
+	}
+	if len(gaps) > 0 {
+		sort.Float64s(gaps)
+		interval = time.Duration(gaps[len(gaps)/2] * float64(time.Second))
+	}
+	return first, last, interval
+}
+
+// choose picks the job to report among those that used the id.
+func (r *runner) choose(id string, cands []*candidate) (*candidate, []JobRef, []string, error) {
+	var notes []string
+	others := func(chosen *candidate) []JobRef {
+		var refs []JobRef
+		for _, c := range cands {
+			if c != chosen {
+				refs = append(refs, c.ref())
+			}
+		}
+		return refs
+	}
+	if r.opts.JobKey != "" {
+		for _, c := range cands {
+			if c.key == r.opts.JobKey {
+				return c, others(c), nil, nil
+			}
+		}
+		return nil, nil, nil, fmt.Errorf("%w: job %s has no job_key %q in the last %s; it has: %s",
+			ErrUnknownJob, id, r.opts.JobKey, r.cfg.Lookback, describe(cands))
+	}
+	if len(cands) == 1 {
+		return cands[0], nil, nil, nil
+	}
+	if r.opts.Reused != "latest" {
+		return nil, nil, nil, fmt.Errorf("%w: job id %s names %d jobs in the last %s:\n%s\n"+
+			"pick one with --job-key=KEY, or take the latest with --reused=latest",
+			ErrAmbiguous, id, len(cands), r.cfg.Lookback, describe(cands))
+	}
+	latest := cands[len(cands)-1]
+	notes = append(notes, fmt.Sprintf("Job id %s names %d jobs in the last %s (the id was reused); this report "+
+		"is the latest, key %s. Use --job-key to pick another.", id, len(cands), r.cfg.Lookback, latest.key))
+	return latest, others(latest), notes, nil
+}
+
+func describe(cands []*candidate) string {
+	var b strings.Builder
+	for i, c := range cands {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "  key %s  user %s  cluster %s  nodes %s  samples %s .. %s", c.key, orDash(c.labels[lUser]),
+			orDash(c.labels[lClust]), strings.Join(c.nodes, ","), c.first.UTC().Format(time.RFC3339),
+			c.last.UTC().Format(time.RFC3339))
+	}
+	return b.String()
+}
+
+// keyStart reads the start time discovery puts in a job_key of the form
+// cluster/jobid/unix-seconds; other forms (a SLUID) give none.
+func keyStart(key, id string) (time.Time, bool) {
+	parts := strings.Split(key, "/")
+	if len(parts) < 3 || parts[len(parts)-2] != id {
+		return time.Time{}, false
+	}
+	n, err := strconv.ParseInt(parts[len(parts)-1], 10, 64)
+	if err != nil || n <= 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(n, 0), true
+}
+
+func unixTime(sec float64) time.Time {
+	s, frac := math.Modf(sec)
+	return time.Unix(int64(s), int64(math.Round(frac*1e3))*1e6)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
