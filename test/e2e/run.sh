@@ -624,21 +624,12 @@ check_eq "promtool check metrics (node)" "" "$(promtool check metrics <"$M" 2>&1
 
 if [ -n "${CTL_COLLECTORS:-}" ]; then
 	C=$WORK/metrics/controller.txt
-	SQ=$(squeue -h -o %T | tr 'A-Z' 'a-z' | sort | uniq -c | awk '{print $2"="$1}' | paste -sd, -)
-	SI=$(sinfo -h -N -o '%N %T' | sort -u | awk '{print $2}' | tr -d '*~#!%$@^' | sort | uniq -c | awk '{print $2"="$1}' | paste -sd, -)
+	SQ=$(squeue_states)
+	SI=$(sinfo_states)
 	scrape $PORT_CTL "$C" || die "scrape of the controller instance failed"
-	got=""
-	for s in $(grep -E '^slurm_queue_jobs\{' "$C" | sed -n 's/.*state="\([^"]*\)".*/\1/p' | sort -u); do
-		got+="$s=$(mnum "$C" slurm_queue_jobs "state=\"$s\""),"
-	done
-	check_eq "controller: slurm_queue_jobs by state == squeue" "$SQ" "${got%,}"
+	check_eq "controller: slurm_queue_jobs by state == squeue" "$SQ" "$(mby "$C" slurm_queue_jobs state)"
 	check_eq "controller: pending reason JobHeldUser" 1 "$(mnum "$C" slurm_queue_jobs_pending 'reason="JobHeldUser"')"
-	got=""
-	for s in $(grep -E '^slurm_cluster_nodes\{' "$C" | sed -n 's/.*state="\([^"]*\)".*/\1/p' | sort -u); do
-		v=$(mnum "$C" slurm_cluster_nodes "state=\"$s\"")
-		[ "$v" != 0 ] && got+="$s=$v,"
-	done
-	check_eq "controller: slurm_cluster_nodes by state == sinfo" "$SI" "${got%,}"
+	check_eq "controller: slurm_cluster_nodes by state == sinfo" "$SI" "$(mby "$C" slurm_cluster_nodes state)"
 	check_eq "controller: no (null) label value" 0 "$(grep -c '="(null)"' "$C")"
 	check_eq "controller: jobscope_slurm_up all 1" "" "$(grep -E '^jobscope_slurm_up\{' "$C" | awk '$NF!=1' | head -3 | tr '\n' ' ')"
 	check_eq "promtool check metrics (controller)" "" "$(promtool check metrics <"$C" 2>&1 | head -3 | tr '\n' ' ')"

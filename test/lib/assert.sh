@@ -113,3 +113,19 @@ mlabels() {
 	grep -E "^$2\{" "$1" | grep -F -- "$3" | sed -n "s/.*[{,]$4=\"\\([^\"]*\\)\".*/\\1/p" |
 		sort -u | paste -sd, -
 }
+# mby FILE NAME LABEL: "value=sum,..." of NAME summed by LABEL, sorted; groups
+# summing to 0 are left out (Slurm's own listings have no empty groups).
+mby() {
+	grep -E "^$2\{" "$1" | sed -n "s/.*[{,]$3=\"\([^\"]*\)\".* \([^ ]*\)$/\1 \2/p" |
+		awk '{s[$1]+=$2} END{for (k in s) if (s[k] != 0) printf "%s=%g\n", k, s[k]}' | sort | paste -sd, -
+}
+
+# --- Slurm's own counts, in mby's form ------------------------------------------
+
+# squeue_states [SQUEUE-ARGS...]: jobs by state, lower case.
+squeue_states() { squeue -h "$@" -o %T | tr 'A-Z' 'a-z' | sort | uniq -c | awk '{print $2"="$1}' | paste -sd, -; }
+# sinfo_states: nodes by state, each node once, without sinfo's flag suffixes.
+sinfo_states() {
+	sinfo -h -N -o '%N %T' | sort -u | awk '{print $2}' | tr -d '*~#!%$@^' | sort | uniq -c |
+		awk '{print $2"="$1}' | paste -sd, -
+}

@@ -6,17 +6,8 @@
 # `test/vm/run.sh --capture B C` runs it.
 set -uo pipefail
 
-HERE=$(cd "$(dirname "$0")" && pwd)
-SRC=$(cd "$HERE/../../.." && pwd) # the jobscope tree on the payload disk
-. "$HERE/../vm.env"
+. "$(dirname "$0")/slurm.sh"
 OUT=${OUT:-/payload/out/capture}
-T0=$(date +%s)
-log() { printf '[capture %s %4ds] %s\n' "$VM" "$(($(date +%s) - T0))" "$*"; }
-die() {
-	log "FATAL: $*"
-	exit 2
-}
-. "$HERE/slurm.sh"
 
 mkdir -p "$OUT"
 TIMINGS=$OUT/timings.tsv

@@ -8,18 +8,13 @@
 # /payload/out/table.txt; the exit code is the number of failures (capped).
 set -uo pipefail
 
-HERE=$(cd "$(dirname "$0")" && pwd)
-SRC=$(cd "$HERE/../../.." && pwd)
-. "$HERE/../vm.env"
+. "$(dirname "$0")/slurm.sh"
 OUT=/payload/out
-T0=$(date +%s)
-log() { printf '[e2e %s %4ds] %s\n' "$VM" "$(($(date +%s) - T0))" "$*"; }
 die() {
 	log "FATAL: $*"
 	row "run reached its end" "no fatal error" "$*" FAIL
 	finish
 }
-. "$HERE/slurm.sh"
 . "$HERE/jobscope.sh"
 . "$HERE/checks.sh"
 . "$HERE/units.sh"

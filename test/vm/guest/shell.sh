@@ -3,16 +3,7 @@
 # scripts and both jobscope units as e2e.sh sets them up, then idle until
 # /tmp/done exists (touch it through the shell to power the VM off).
 set -uo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
-SRC=$(cd "$HERE/../../.." && pwd)
-. "$HERE/../vm.env"
-T0=$(date +%s)
-log() { printf '[shell %s %4ds] %s\n' "$VM" "$(($(date +%s) - T0))" "$*"; }
-die() {
-	log "FATAL: $*"
-	exit 2
-}
-. "$HERE/slurm.sh"
+. "$(dirname "$0")/slurm.sh"
 . "$HERE/jobscope.sh"
 VM_NODE_MEM=2600
 write_slurm_conf

@@ -1,15 +1,25 @@
 # shellcheck shell=bash
-# Sourced inside a test VM: a one-node Slurm cluster under systemd with
+# Sourced first by every guest script: its settings (vm.env), log/die, the
+# assertion helpers, and a one-node Slurm cluster under systemd with
 # CgroupPlugin=cgroup/v2 (no IgnoreSystemd: slurmd asks systemd over dbus for
-# its slurmstepd scope, as on a real node), with slurmdbd where the VM has
-# it. Expects $VM (A, B or C), $DBD (yes/no) and log()/die() from the caller.
+# its slurmstepd scope, as on a real node), with slurmdbd where the VM has it.
 
 NODE=node1
 CLUSTER=vm
 SLURM_ETC=/etc/slurm
 
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SRC=$(cd "$HERE/../../.." && pwd) # the jobscope tree on the payload disk
+. "$HERE/../vm.env"                # VM, DBD, SUITE (run.sh writes it)
+T0=$(date +%s)
+ROLE=$(basename "$0" .sh)
+log() { printf '[%s %s %4ds] %s\n' "$ROLE" "$VM" "$(($(date +%s) - T0))" "$*"; }
+die() { # e2e.sh redefines it to put the cause in its table
+	log "FATAL: $*"
+	exit 2
+}
 # wait_for and need come from test/lib/assert.sh.
-. "$(dirname "${BASH_SOURCE[0]}")/../../lib/assert.sh"
+. "$HERE/../../lib/assert.sh"
 
 # heartbeat: the queue on the console every 60 s, for whoever reads the
 # serial log of a VM that seems stuck.
