@@ -4,6 +4,7 @@
 #   make e2e    real Slurm + real Prometheus end-to-end test (root; installs what it needs)
 #   make vm-e2e jobscope as a systemd service in Debian 12, 13 and forky VMs (root; qemu)
 #   make bench  scrape benchmarks on generated 128/512-job trees
+#   make kernel-matrix  load and check the BPF programs on Debian's kernels 5.10-7.2 under qemu
 
 GO        ?= go
 # One version for the binary and the packages, from git describe.
@@ -19,7 +20,7 @@ BIN       := bin/jobscope
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all build build-static demo test test-deps e2e vm-e2e bench bench-bpf generate docs fmt vet clean gpu-bundle \
+.PHONY: all build build-static demo test test-deps e2e vm-e2e bench bench-controller bench-bpf kernel-matrix generate docs fmt vet clean gpu-bundle \
 	package package-deps package-test package-test-deps
 
 all: build
@@ -99,10 +100,28 @@ bench: build
 	$(GO) run ./internal/benchrss -jobs 128,512
 	$(GO) run ./internal/benchrss -jobs 128,512 -flags "--collector.process=false --collector.gpu=false --collector.power=false"
 
+# Controller mode at scale (docs/controller.md): a simulated 2,000-node
+# cluster of 10,000 and 50,000 jobs from real 22.05 records, parsed and
+# emitted in process (allocations), then by the real binary over HTTP (time
+# per job, series, resident memory), in JSON and in text.
+bench-controller: build
+	TZ=UTC $(GO) test -run '^$$' -bench 'SlurmCluster' -benchmem -benchtime 3x -count 5 ./collector/ | tee bench-controller.out
+	$(GO) run ./internal/benchctl | tee -a bench-controller.out
+
 # ns per sched_switch event (kernel BPF stats) against an empty program, and
 # perf bench sched pipe with and without jobscope (root).
 bench-bpf:
 	JOBSCOPE_BENCH_BPF=1 $(GO) test ./bpf/ -run '^TestBenchBPF$$' -count=1 -v
+
+# Boots Debian's kernels 5.10, 6.1 (also without BTF), 6.12 and 7.2 under
+# qemu (TCG) with an initramfs holding test/kernels/vmcheck, checks this
+# machine's kernel too, and prints the table docs/ebpf.md shows. Kernel
+# packages and images are cached in $(KERNEL_WORK). Root (cgroups, BPF).
+KERNEL_WORK ?= /var/tmp/jobscope-kernels
+kernel-matrix:
+	[ "$$(id -u)" = 0 ]
+	command -v qemu-system-x86_64 >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-system-x86 >/dev/null; }
+	$(GO) run ./test/kernels/matrix -work $(KERNEL_WORK)
 
 # The real-GPU harness (docs/gpu.md, "Verified on real hardware"): what a
 # GPU machine needs to run `bash .gpurun/run.sh` as root. CI has no GPU.
@@ -125,4 +144,4 @@ vet:
 	$(GO) vet ./...
 
 clean:
-	rm -rf bin bench.out .gpurun build dist
+	rm -rf bin bench.out bench-controller.out .gpurun build dist

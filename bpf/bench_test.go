@@ -3,6 +3,7 @@
 package bpf
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,9 +22,13 @@ import (
 // TestBenchBPF is `make bench-bpf`: it prints figures and asserts none
 // (timings on a shared 2-core machine are noise-prone). Run with
 // JOBSCOPE_BENCH_BPF=1 as root. It reports
-//   - ns per sched_switch run of account_switch and of an empty tp_btf
-//     program attached in the same run, from the kernel's BPF statistics,
-//     while `perf bench sched pipe` switches inside a v1 job cgroup, and
+//   - ns per sched_switch run of account_switch (compare-and-swap on the
+//     baseline, for fold_running), of account_switch_plain (plain store, as
+//     before fold_running existed; a second instance with its own maps) and
+//     of an empty tp_btf program, all attached in the same run, from the
+//     kernel's BPF statistics, while `perf bench sched pipe` switches inside
+//     a v1 job cgroup;
+//   - the cost of one fold_running pass (one read), and
 //   - perf bench sched pipe usecs/op with and without jobscope attached,
 //     alternating, with medians.
 func TestBenchBPF(t *testing.T) {
@@ -79,23 +84,56 @@ func TestBenchBPF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := Load(Config{MaxJobs: 256, V2JobLevel: 3, V1Subsys: V1Cpuacct, V1JobLevel: 3, CgroupV2: v2})
+	cfg := Config{MaxJobs: 256, V2JobLevel: 3, V1Subsys: V1Cpuacct, V1JobLevel: 3, CgroupV2: v2}
+	o, err := Load(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := [2]*ebpf.ProgramStats{progStats(t, empty.EmptySwitch), progStats(t, o.Program("account_switch"))}
+	cfg.Features = forced{live: errors.New("bench: the plain variant")}
+	plain, err := Load(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	progs := []*ebpf.Program{empty.EmptySwitch, o.Program(jobscopeProgAccountSwitch), plain.Program(jobscopeProgAccountSwitchPlain)}
+	snap := func() []*ebpf.ProgramStats {
+		var s []*ebpf.ProgramStats
+		for _, p := range progs {
+			s = append(s, progStats(t, p))
+		}
+		return s
+	}
+	before := snap()
 	start := time.Now()
 	pipe()
-	after := [2]*ebpf.ProgramStats{progStats(t, empty.EmptySwitch), progStats(t, o.Program("account_switch"))}
+	after := snap()
 	perEvent := func(i int) (float64, uint64) {
 		n := after[i].RunCount - before[i].RunCount
 		return float64(after[i].Runtime-before[i].Runtime) / float64(max(n, 1)), n
 	}
 	ens, en := perEvent(0)
 	ans, an := perEvent(1)
+	pns, pn := perEvent(2)
 	t.Logf("sched_switch, %d loops of perf bench sched pipe in a job (%.1fs):", loops, time.Since(start).Seconds())
 	t.Logf("  empty tp_btf program:   %7.1f ns/event over %d events", ens, en)
 	t.Logf("  account_switch:         %7.1f ns/event over %d events (%.2fx empty; target <= 2.5x)", ans, an, ans/ens)
+	t.Logf("  account_switch_plain:   %7.1f ns/event over %d events (%.2fx empty)", pns, pn, pns/ens)
+	plain.Close()
+
+	// One read's fold_running pass over every task of the machine.
+	fold := o.Program(jobscopeProgFoldRunning)
+	fb := progStats(t, fold)
+	var walls []float64
+	for range 21 {
+		t0 := time.Now()
+		if _, err := o.Read(); err != nil {
+			t.Fatal(err)
+		}
+		walls = append(walls, float64(time.Since(t0).Microseconds()))
+	}
+	fa := progStats(t, fold)
+	visits := (fa.RunCount - fb.RunCount) / 21
+	t.Logf("fold_running: %.0f ns per read in BPF (%d tasks visited), whole Read() median %.0f us",
+		float64(fa.Runtime-fb.Runtime)/21, visits, median(walls))
 	el.Close()
 	empty.Close()
 	stats.Close()

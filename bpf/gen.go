@@ -6,8 +6,9 @@ package bpf
 // The generated .go and .o files are committed: `go build` needs no clang.
 // Regenerate with `make generate` (or `go generate ./bpf/`), which needs
 // clang, llvm-strip and libbpf-dev. -mcpu=v3: v1 rejects using the result of
-// an atomic add. headers/vmlinux.h is x86_64's; the programs only touch
-// CO-RE-relocated fields and tracepoint arguments, so arm64 builds from it too.
-//go:generate go tool bpf2go -tags linux -cc clang -cflags "-O2 -g -Wall -Werror -mcpu=v3" -target amd64,arm64 -type job_key -type counters jobscope jobscope.bpf.c -- -I../headers
-//go:generate go tool bpf2go -tags linux -cc clang -cflags "-O2 -g -Wall -Werror -mcpu=v3" -target amd64,arm64 bench bench/empty.bpf.c -- -I../headers
+// an atomic add. One little-endian object serves amd64 and arm64 alike: the
+// programs touch only CO-RE-relocated fields and tracepoint arguments (no
+// pt_regs), so headers/vmlinux.h, which is x86_64's, fits both.
+//go:generate go tool bpf2go -tags linux -cc clang -cflags "-O2 -g -Wall -Werror -mcpu=v3" -target bpfel -type job_key -type counters jobscope jobscope.bpf.c -- -I../headers
+//go:generate go tool bpf2go -tags linux -cc clang -cflags "-O2 -g -Wall -Werror -mcpu=v3" -target bpfel bench bench/empty.bpf.c -- -I../headers
 //go:generate sh -c "clang --version | head -n 1 > clang-version.txt"

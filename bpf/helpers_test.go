@@ -110,6 +110,15 @@ func runHelper(kind string) int {
 		}
 		c.Close()
 		ln.Close()
+	case "load":
+		// The service user's view of the pins (pins_test.go).
+		o, err := Load(Config{PinPath: arg, MaxJobs: 256, V2JobLevel: 3})
+		if err != nil {
+			fmt.Println(err)
+			return 0
+		}
+		o.Close()
+		fmt.Println("loaded")
 	case "send":
 		d := net.Dialer{Timeout: 5 * time.Second}
 		d.SetMultipathTCP(os.Getenv("JS_MPTCP") == "1")
@@ -235,6 +244,7 @@ func (h *helper) wait() {
 type testJob struct {
 	t       testing.TB
 	id      string
+	name    string            // of the job directory
 	jobDir  map[string]string // controller ("" for v2) -> job directory
 	taskDir map[string]string
 	created []string
@@ -268,10 +278,23 @@ func (j *testJob) mkdirs(base string, parts ...string) string {
 
 // newV2Job makes system.slice/slurmstepd.scope/job_<id>/step_0/user/task_0.
 func newV2Job(t testing.TB, root string) *testJob {
+	return newV2JobNamed(t, root, "")
+}
+
+// newV2JobNamed is newV2Job with the job directory named name ("" for
+// job_<id>), under <node>_slurmstepd.scope as Debian's Slurm names it.
+func newV2JobNamed(t testing.TB, root, name string) *testJob {
 	j := &testJob{t: t, id: randomJobID(t), jobDir: map[string]string{}, taskDir: map[string]string{}}
+	scope := "slurmstepd.scope"
+	if name == "" {
+		name = "job_" + j.id
+	} else {
+		scope = "jstest_slurmstepd.scope"
+	}
+	j.name = name
 	t.Cleanup(j.remove)
-	j.mkdirs(root, "system.slice", "slurmstepd.scope")
-	j.jobDir[""] = j.mkdirs(filepath.Join(root, "system.slice", "slurmstepd.scope"), "job_"+j.id)
+	j.mkdirs(root, "system.slice", scope)
+	j.jobDir[""] = j.mkdirs(filepath.Join(root, "system.slice", scope), name)
 	j.taskDir[""] = j.mkdirs(j.jobDir[""], "step_0", "user", "task_0")
 	return j
 }
@@ -280,9 +303,10 @@ func newV2Job(t testing.TB, root string) *testJob {
 // controller's hierarchy.
 func newV1Job(t testing.TB, mounts map[string]string) *testJob {
 	j := &testJob{t: t, id: randomJobID(t), jobDir: map[string]string{}, taskDir: map[string]string{}}
+	j.name = "job_" + j.id
 	t.Cleanup(j.remove)
 	for ctrl, mnt := range mounts {
-		j.jobDir[ctrl] = j.mkdirs(mnt, "slurm_jstest", "uid_0", "job_"+j.id)
+		j.jobDir[ctrl] = j.mkdirs(mnt, "slurm_jstest", "uid_0", j.name)
 		j.taskDir[ctrl] = j.mkdirs(j.jobDir[ctrl], "step_0", "task_0")
 	}
 	return j
@@ -302,7 +326,7 @@ func (j *testJob) remove() {
 	var left []string
 	for i := len(j.created) - 1; i >= 0; i-- {
 		dir := j.created[i]
-		own := strings.Contains(dir, "job_"+j.id)
+		own := strings.Contains(dir, "/"+j.name)
 		var err error
 		for try := 0; try < 50; try++ {
 			if err = os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) || !own {
@@ -329,4 +353,32 @@ func inode(t testing.TB, dir string) uint64 {
 		t.Fatal(err)
 	}
 	return st.Ino
+}
+
+// pinProcess keeps every thread of the test process on cpu until the test
+// ends (threads made later inherit it), so that the test's own work never
+// preempts a helper pinned to another CPU.
+func pinProcess(t testing.TB, cpu int) {
+	t.Helper()
+	var old, set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil {
+		t.Fatal(err)
+	}
+	set.Set(cpu)
+	each := func(mask *unix.CPUSet) {
+		tids, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range tids {
+			tid, err := strconv.Atoi(d.Name())
+			if err != nil {
+				continue
+			}
+			// A thread may have exited since the listing.
+			unix.SchedSetaffinity(tid, mask)
+		}
+	}
+	each(&set)
+	t.Cleanup(func() { each(&old) })
 }

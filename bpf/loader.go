@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 
@@ -14,7 +15,6 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 )
 
@@ -32,8 +32,8 @@ type Config struct {
 	// MaxJobs bounds the job counter map; jobs beyond it are counted as
 	// overflows.
 	MaxJobs uint32
-	// V2JobLevel is the depth of job_<id> directories below the v2 root
-	// (system.slice/slurmstepd.scope/job_<id> = 3); 0 ignores v2.
+	// V2JobLevel is the depth of job directories below the v2 root
+	// (system.slice/slurmstepd.scope/job_<id> or /<SLUID> = 3); 0 ignores v2.
 	V2JobLevel uint32
 	// V1Subsys is the v1 hierarchy jobs are keyed by (V1Cpuacct, V1Memory)
 	// and V1JobLevel the depth of job directories in it
@@ -45,7 +45,9 @@ type Config struct {
 	CgroupV2 string
 	// Stats turns kernel BPF run-time statistics on while loaded.
 	Stats bool
-	Log   *slog.Logger
+	// Features answers what the kernel supports (nil: probe it).
+	Features Features
+	Log      *slog.Logger
 }
 
 // Objects are the loaded, attached programs and their maps.
@@ -54,38 +56,18 @@ type Objects struct {
 	maps     jobscopeMaps
 	progs    map[string]*ebpf.Program
 	links    []link.Link
+	fold     *link.Iter // fold_running, run before each read (nil: not loaded)
+	liveErr  error
 	stats    io.Closer
 	netErr   error
 	reused   bool
 	possible int
 }
 
-// LoadError says why the programs could not be loaded or attached, with a
-// short cause an admin can act on.
-type LoadError struct {
-	Cause string // no_privilege, no_btf, unsupported, verifier, bpffs, load_failed
-	Err   error
-}
-
-func (e *LoadError) Error() string { return "ebpf " + e.Cause + ": " + e.Err.Error() }
-func (e *LoadError) Unwrap() error { return e.Err }
-
-func classify(stage string, err error) *LoadError {
-	var ve *ebpf.VerifierError
-	switch {
-	case errors.Is(err, unix.EPERM), errors.Is(err, os.ErrPermission):
-		return &LoadError{"no_privilege", fmt.Errorf("%s: %w (needs root, or CAP_BPF+CAP_PERFMON+CAP_SYS_RESOURCE)", stage, err)}
-	case errors.As(err, &ve):
-		return &LoadError{"verifier", fmt.Errorf("%s: %w", stage, err)}
-	case errors.Is(err, ebpf.ErrNotSupported):
-		return &LoadError{"unsupported", fmt.Errorf("%s: %w", stage, err)}
-	}
-	return &LoadError{"load_failed", fmt.Errorf("%s: %w", stage, err)}
-}
-
-// Load loads every program, reuses or pins the maps, seeds running tasks and
-// attaches. Network programs that fail leave CPU and IO counting in place
-// (NetworkErr says why).
+// Load loads every program the kernel supports, reuses or pins the maps,
+// seeds running tasks and attaches. Without task storage or BTF it loads
+// nothing and says what is lost; without what fold_running needs, or when
+// the network programs fail, CPU and IO counting stay (LiveErr, NetworkErr).
 func Load(cfg Config) (*Objects, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -93,26 +75,40 @@ func Load(cfg Config) (*Objects, error) {
 	if cfg.MaxJobs == 0 {
 		cfg.MaxJobs = 1024
 	}
+	if cfg.Features == nil {
+		cfg.Features = kernelFeatures{}
+	}
 	if m := missingCaps(); m != "" {
 		return nil, &LoadError{"no_privilege", fmt.Errorf("jobscope runs without %s: run it as root", m)}
 	}
-	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
-		return nil, &LoadError{"no_btf", fmt.Errorf("the kernel has no BTF (/sys/kernel/btf/vmlinux: %v); CO-RE programs need CONFIG_DEBUG_INFO_BTF=y", err)}
+	if err := cfg.Features.BTF(); err != nil {
+		return nil, &LoadError{"no_btf", fmt.Errorf("%w; %s", err, lostAll)}
 	}
 	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK. When raising
 	// it fails, loading goes on: the load itself then names the real cause.
-	memlockErr := rlimit.RemoveMemlock()
+	memlockErr := raiseMemlock()
+	if err := cfg.Features.TaskStorage(); err != nil {
+		return nil, &LoadError{"unsupported", fmt.Errorf("%w; %s", err, lostAll)}
+	}
 	possible, err := ebpf.PossibleCPU()
 	if err != nil {
 		return nil, classify("load", err)
 	}
 	if cfg.PinPath != "" {
 		if err := EnsurePinDir(cfg.PinPath); err != nil {
+			if le := pinOwnerError(cfg.PinPath, err); le != nil {
+				return nil, le
+			}
 			return nil, &LoadError{"bpffs", err}
 		}
 	}
 	o := &Objects{cfg: cfg, progs: map[string]*ebpf.Program{}, possible: possible}
 	if err := o.load(); err != nil {
+		o.Close()
+		// The kernel's own error, without classify's guess at privileges.
+		if le := pinOwnerError(cfg.PinPath, errors.Unwrap(err.Err)); le != nil {
+			return nil, le
+		}
 		if memlockErr != nil {
 			err.Err = fmt.Errorf("%w (raising RLIMIT_MEMLOCK failed too: %v)", err.Err, memlockErr)
 		}
@@ -137,13 +133,6 @@ func (o *Objects) spec() (*ebpf.CollectionSpec, error) {
 	if err != nil {
 		return nil, err
 	}
-	set := func(name string, v uint32) error {
-		vs, ok := spec.Variables[name]
-		if !ok {
-			return fmt.Errorf("variable %s missing from the object", name)
-		}
-		return vs.Set(v)
-	}
 	sub := uint32(0)
 	switch o.cfg.V1Subsys {
 	case V1Cpuacct:
@@ -155,15 +144,20 @@ func (o *Objects) spec() (*ebpf.CollectionSpec, error) {
 	if features.HaveProgramHelper(ebpf.CGroupSKB, asm.FnSkcToMptcpSock) == nil {
 		mptcp = 1
 	}
-	for name, v := range map[string]uint32{"v2_job_level": o.cfg.V2JobLevel, "v1_job_level": o.cfg.V1JobLevel, "v1_subsys": sub, "have_mptcp": mptcp} {
-		if err := set(name, v); err != nil {
+	for name, v := range map[string]uint32{jobscopeVarV2JobLevel: o.cfg.V2JobLevel, jobscopeVarV1JobLevel: o.cfg.V1JobLevel,
+		jobscopeVarV1Subsys: sub, jobscopeVarHaveMptcp: mptcp} {
+		vs, ok := spec.Variables[name]
+		if !ok {
+			return nil, fmt.Errorf("variable %s missing from the object", name)
+		}
+		if err := vs.Set(v); err != nil {
 			return nil, err
 		}
 	}
-	spec.Maps["job_counters"].MaxEntries = o.cfg.MaxJobs
+	spec.Maps[jobscopeMapJobCounters].MaxEntries = o.cfg.MaxJobs
 	if o.cfg.PinPath != "" {
 		for _, m := range spec.Maps {
-			if m.Name == "job_counters" || m.Name == "task_last" || m.Name == "sock_job" || m.Name == "self_counters" {
+			if pinned(m.Name) {
 				m.Pinning = ebpf.PinByName
 			}
 		}
@@ -171,96 +165,136 @@ func (o *Objects) spec() (*ebpf.CollectionSpec, error) {
 	return spec, nil
 }
 
-// coreObjects are the programs CPU and IO counting need.
-type coreObjects struct {
-	AccountSwitch *ebpf.Program `ebpf:"account_switch"`
-	SeedTasks     *ebpf.Program `ebpf:"seed_tasks"`
-	DropJob       *ebpf.Program `ebpf:"drop_job"`
-	jobscopeMaps
-}
-
-type netObjects struct {
-	TagSocket    *ebpf.Program `ebpf:"tag_socket"`
-	TagListener  *ebpf.Program `ebpf:"tag_listener"`
-	CountIngress *ebpf.Program `ebpf:"count_ingress"`
-	CountEgress  *ebpf.Program `ebpf:"count_egress"`
-}
-
 func (o *Objects) load() *LoadError {
 	spec, err := o.spec()
 	if err != nil {
 		return classify("load", err)
 	}
-	opts := &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: o.cfg.PinPath}}
-	o.reused = o.cfg.PinPath != "" && exists(filepath.Join(o.cfg.PinPath, "job_counters"))
-	var core coreObjects
-	err = spec.LoadAndAssign(&core, opts)
-	if errors.Is(err, ebpf.ErrMapIncompatible) {
-		// A build with another map layout or size pinned these: start over.
-		o.cfg.Log.Warn("ebpf: pinned maps do not match this build; replacing them (counters restart)", "path", o.cfg.PinPath, "err", err)
-		for _, n := range []string{"job_counters", "task_last", "sock_job", "self_counters"} {
-			os.Remove(filepath.Join(o.cfg.PinPath, n))
-		}
-		o.reused = false
-		err = spec.LoadAndAssign(&core, opts)
-	}
+	mc, err := o.loadMaps(spec)
 	if err != nil {
+		return classify("load maps", err)
+	}
+	// Every group of programs gets these maps. Assign hands the named maps
+	// to o.maps; closing mc then drops only its hold on the data sections,
+	// which the programs keep alive.
+	defer mc.Close()
+	repl := maps.Clone(mc.Maps)
+	if err := mc.Assign(&o.maps); err != nil {
+		return classify("load maps", err)
+	}
+	// Groups are loaded one by one so that a kernel refusing one keeps the
+	// others.
+	group := func(names ...string) error {
+		progs, err := loadPrograms(spec, repl, names...)
+		maps.Copy(o.progs, progs)
+		return err
+	}
+
+	if err := group(jobscopeProgSeedTasks, jobscopeProgDropJob); err != nil {
 		return classify("load", err)
 	}
-	o.maps = core.jobscopeMaps
-	o.progs["account_switch"] = core.AccountSwitch
-	o.progs["seed_tasks"] = core.SeedTasks
-	o.progs["drop_job"] = core.DropJob
+	o.liveErr = o.cfg.Features.LiveCPU()
+	if o.liveErr == nil {
+		if err := group(jobscopeProgAccountSwitch, jobscopeProgFoldRunning); err != nil {
+			o.liveErr = classify("load account_switch and fold_running", err)
+		}
+	}
+	if o.liveErr != nil {
+		o.liveErr = fmt.Errorf("%w; %s", o.liveErr, lostLive)
+		if err := group(jobscopeProgAccountSwitchPlain); err != nil {
+			return classify("load", err)
+		}
+	}
 	if o.cfg.CgroupV2 == "" {
 		o.netErr = errors.New("no cgroup v2 mount to attach the network programs to")
 		return nil
 	}
-	var net netObjects
-	netOpts := &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
-		"job_counters": o.maps.JobCounters, "task_last": o.maps.TaskLast,
-		"sock_job": o.maps.SockJob, "self_counters": o.maps.SelfCounters,
-	}}
-	if err := spec.LoadAndAssign(&net, netOpts); err != nil {
+	if err := group(netPrograms...); err != nil {
 		o.netErr = classify("load network programs", err)
-		return nil
 	}
-	o.progs["tag_socket"] = net.TagSocket
-	o.progs["tag_listener"] = net.TagListener
-	o.progs["count_ingress"] = net.CountIngress
-	o.progs["count_egress"] = net.CountEgress
 	return nil
+}
+
+// loadPrograms loads the named programs of spec against the given maps.
+func loadPrograms(spec *ebpf.CollectionSpec, repl map[string]*ebpf.Map, names ...string) (map[string]*ebpf.Program, error) {
+	sub := &ebpf.CollectionSpec{Maps: spec.Maps, Programs: map[string]*ebpf.ProgramSpec{},
+		Variables: spec.Variables, Types: spec.Types, ByteOrder: spec.ByteOrder}
+	for _, n := range names {
+		sub.Programs[n] = spec.Programs[n]
+	}
+	coll, err := ebpf.NewCollectionWithOptions(sub, ebpf.CollectionOptions{MapReplacements: repl})
+	if err != nil {
+		return nil, err
+	}
+	progs := coll.Programs
+	coll.Programs = nil
+	coll.Close()
+	return progs, nil
+}
+
+var netPrograms = []string{jobscopeProgTagSocket, jobscopeProgTagListener, jobscopeProgCountIngress, jobscopeProgCountEgress}
+
+// loadMaps creates the maps alone (pinned ones opened or pinned), replacing
+// pins of another layout.
+func (o *Objects) loadMaps(spec *ebpf.CollectionSpec) (*ebpf.Collection, error) {
+	ms := &ebpf.CollectionSpec{Maps: spec.Maps, Variables: spec.Variables, Types: spec.Types, ByteOrder: spec.ByteOrder}
+	opts := ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: o.cfg.PinPath}}
+	o.reused = o.cfg.PinPath != "" && exists(filepath.Join(o.cfg.PinPath, jobscopeMapJobCounters))
+	coll, err := ebpf.NewCollectionWithOptions(ms, opts)
+	if errors.Is(err, ebpf.ErrMapIncompatible) {
+		// A build with another map layout or size pinned these: start over.
+		o.cfg.Log.Warn("ebpf: pinned maps do not match this build; replacing them (counters restart)", "path", o.cfg.PinPath, "err", err)
+		if err := Unpin(o.cfg.PinPath); err != nil {
+			return nil, err
+		}
+		o.reused = false
+		coll, err = ebpf.NewCollectionWithOptions(ms, opts)
+	}
+	return coll, err
 }
 
 func (o *Objects) attach() error {
 	// Seed before attaching: a task forked after the pass starts from zero,
 	// which is exact for it; one that ran before keeps its own history out.
-	if err := runIter(o.progs["seed_tasks"]); err != nil {
+	if err := runIter(o.progs[jobscopeProgSeedTasks]); err != nil {
 		return classify("seed tasks", err)
 	}
-	for _, name := range []string{"drop_job", "account_switch"} {
+	switchProg := jobscopeProgAccountSwitch
+	if o.liveErr != nil {
+		switchProg = jobscopeProgAccountSwitchPlain
+	}
+	for _, name := range []string{jobscopeProgDropJob, switchProg} {
 		l, err := link.AttachTracing(link.TracingOptions{Program: o.progs[name]})
 		if err != nil {
 			return classify("attach "+name, err)
 		}
 		o.links = append(o.links, l)
 	}
+	if p := o.progs[jobscopeProgFoldRunning]; p != nil {
+		it, err := link.AttachIter(link.IterOptions{Program: p})
+		if err != nil {
+			return classify("attach fold_running", err)
+		}
+		o.fold = it
+		o.links = append(o.links, it)
+	}
 	if o.netErr != nil {
 		return nil
 	}
 	var netLinks []link.Link
 	attachNet := func() error {
-		l, err := link.AttachTracing(link.TracingOptions{Program: o.progs["tag_listener"]})
+		l, err := link.AttachTracing(link.TracingOptions{Program: o.progs[jobscopeProgTagListener]})
 		if err != nil {
-			return classify("attach tag_listener", err)
+			return classify("attach "+jobscopeProgTagListener, err)
 		}
 		netLinks = append(netLinks, l)
 		for _, a := range []struct {
 			prog string
 			typ  ebpf.AttachType
 		}{
-			{"tag_socket", ebpf.AttachCGroupInetSockCreate},
-			{"count_ingress", ebpf.AttachCGroupInetIngress},
-			{"count_egress", ebpf.AttachCGroupInetEgress},
+			{jobscopeProgTagSocket, ebpf.AttachCGroupInetSockCreate},
+			{jobscopeProgCountIngress, ebpf.AttachCGroupInetIngress},
+			{jobscopeProgCountEgress, ebpf.AttachCGroupInetEgress},
 		} {
 			l, err := link.AttachCgroup(link.CgroupOptions{Path: o.cfg.CgroupV2, Attach: a.typ, Program: o.progs[a.prog]})
 			if err != nil {
@@ -287,6 +321,11 @@ func runIter(p *ebpf.Program) error {
 		return err
 	}
 	defer it.Close()
+	return drain(it)
+}
+
+// drain runs an attached iterator once.
+func drain(it *link.Iter) error {
 	r, err := it.Open()
 	if err != nil {
 		return err
@@ -298,6 +337,10 @@ func runIter(p *ebpf.Program) error {
 
 // NetworkErr says why network counters are off (nil when they are on).
 func (o *Objects) NetworkErr() error { return o.netErr }
+
+// LiveErr says why the running slice of a task is not counted at each read
+// (nil when it is), and so why CPU time is folded in at switch-out only.
+func (o *Objects) LiveErr() error { return o.liveErr }
 
 // Reused reports whether pinned maps of an earlier run were picked up.
 func (o *Objects) Reused() bool { return o.reused }
@@ -312,7 +355,7 @@ func (o *Objects) Close() error {
 	for _, l := range o.links {
 		errs = append(errs, l.Close())
 	}
-	o.links = nil
+	o.links, o.fold = nil, nil
 	for _, p := range o.progs {
 		errs = append(errs, p.Close())
 	}
@@ -321,17 +364,6 @@ func (o *Objects) Close() error {
 	if o.stats != nil {
 		errs = append(errs, o.stats.Close())
 		o.stats = nil
-	}
-	return errors.Join(errs...)
-}
-
-// Unpin removes the pinned maps (tests; an admin uninstalling).
-func Unpin(pinPath string) error {
-	var errs []error
-	for _, n := range []string{"job_counters", "task_last", "sock_job", "self_counters"} {
-		if err := os.Remove(filepath.Join(pinPath, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
-		}
 	}
 	return errors.Join(errs...)
 }

@@ -21,6 +21,7 @@ type Config struct {
 	V2JobLevel, V1JobLevel uint32
 	V1Subsys, CgroupV2     string
 	Stats                  bool
+	Features               Features
 	Log                    *slog.Logger
 }
 
@@ -33,5 +34,6 @@ func Load(Config) (*Objects, error)       { return nil, errNotLinux }
 func (*Objects) Read() (*Snapshot, error) { return nil, errNotLinux }
 func (*Objects) Close() error             { return nil }
 func (*Objects) NetworkErr() error        { return errNotLinux }
+func (*Objects) LiveErr() error           { return errNotLinux }
 func (*Objects) Reused() bool             { return false }
 func (*Objects) Attached() int            { return 0 }

@@ -11,9 +11,15 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-// Read sums each job's per-CPU values (keeping CPU time per CPU) and reads
-// the self counters and, when kernel statistics are on, program run times.
+// Read folds the running slices of job tasks in (fold_running), then sums
+// each job's per-CPU values (keeping CPU time per CPU) and reads the self
+// counters and, when kernel statistics are on, program run times.
 func (o *Objects) Read() (*Snapshot, error) {
+	if o.fold != nil {
+		if err := drain(o.fold); err != nil {
+			return nil, fmt.Errorf("running %s: %w", jobscopeProgFoldRunning, err)
+		}
+	}
 	s := &Snapshot{Jobs: map[Key]*Counters{}}
 	var k jobscopeJobKey
 	var vals []jobscopeCounters
@@ -21,7 +27,7 @@ func (o *Objects) Read() (*Snapshot, error) {
 	for it.Next(&k, &vals) {
 		c := &Counters{CPUNs: make([]uint64, len(vals))}
 		for cpu, v := range vals {
-			c.CPUNs[cpu] = v.CpuNs
+			c.CPUNs[cpu] = v.CpuNs + v.CpuNsRunning
 			c.RChar += v.Rchar
 			c.WChar += v.Wchar
 			c.SyscR += v.Syscr
@@ -36,7 +42,7 @@ func (o *Objects) Read() (*Snapshot, error) {
 		s.Jobs[Key{Hierarchy: k.Hierarchy, CgroupID: k.CgroupId}] = c
 	}
 	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("reading job_counters: %w", err)
+		return nil, fmt.Errorf("reading %s: %w", jobscopeMapJobCounters, err)
 	}
 	s.Self = Self{
 		Attached: len(o.links),
@@ -47,7 +53,7 @@ func (o *Objects) Read() (*Snapshot, error) {
 	for idx, dst := range []*uint64{&s.Self.Overflows, &s.Self.Dying, &s.Self.Seeded, &s.Self.MPTCP} {
 		var per []uint64
 		if err := o.maps.SelfCounters.Lookup(uint32(idx), &per); err != nil {
-			return nil, fmt.Errorf("reading self_counters: %w", err)
+			return nil, fmt.Errorf("reading %s: %w", jobscopeMapSelfCounters, err)
 		}
 		for _, v := range per {
 			*dst += v
@@ -57,7 +63,7 @@ func (o *Objects) Read() (*Snapshot, error) {
 	if s.Self.StatsOn {
 		names := make([]string, 0, len(o.progs))
 		for n := range o.progs {
-			if n != "seed_tasks" {
+			if n != jobscopeProgSeedTasks {
 				names = append(names, n)
 			}
 		}

@@ -22,6 +22,9 @@ type EBPFOptions struct {
 	Stats        bool
 	Network      bool
 	V1Controller string
+	// Features answers what the kernel supports (nil: probe it); tests
+	// force a kernel without a feature.
+	Features bpf.Features
 }
 
 // EBPFFactory describes the ebpf collector.
@@ -83,9 +86,9 @@ func NewEBPFCollector(env *Env, o EBPFOptions) (Collector, error) {
 		}
 		hier = h
 	}
-	cfg := bpf.Config{PinPath: o.PinPath, MaxJobs: o.MaxJobs, V1Subsys: v1, V1JobLevel: 3, Stats: o.Stats, Log: env.Logger}
+	cfg := bpf.Config{PinPath: o.PinPath, MaxJobs: o.MaxJobs, V1Subsys: v1, V1JobLevel: 3, Stats: o.Stats, Features: o.Features, Log: env.Logger}
 	if layout.V2 != "" {
-		// system.slice/slurmstepd.scope/job_<id> (or <node>_slurmstepd.scope).
+		// system.slice/[<node>_]slurmstepd.scope/{job_<id>,<SLUID>}.
 		cfg.V2JobLevel = 3
 		if o.Network {
 			cfg.CgroupV2 = layout.V2
@@ -101,6 +104,9 @@ func NewEBPFCollector(env *Env, o EBPFOptions) (Collector, error) {
 			args = append(args, "network", nerr.Error())
 		}
 		env.Logger.Info("ebpf collector loaded", args...)
+		if lerr := objs.LiveErr(); lerr != nil {
+			env.Logger.Warn("ebpf: CPU time is counted at switch-out only", "cause", lerr.Error())
+		}
 	}
 	if env.Shared != nil {
 		// The cgroup collector drops its per-core series and the process

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,9 +19,10 @@ import (
 )
 
 // TestEBPFCollectorPrivileged loads the real programs, runs a burner in a
-// v1 and a v2 job-shaped cgroup, and checks that the collector, joined to
-// real discovery, reports the kernel's CPU time for each job. (bpf's own
-// tests check every counter against the kernel in detail.)
+// v1 and a v2 job-shaped cgroup and in a v2 job directory named by its SLUID
+// (Slurm 26.05), and checks that the collector, joined to discovery's jobs,
+// reports the kernel's CPU time for each job. (bpf's own tests check every
+// counter against the kernel in detail.)
 func TestEBPFCollectorPrivileged(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: loads BPF programs and creates cgroups")
@@ -34,8 +36,11 @@ func TestEBPFCollectorPrivileged(t *testing.T) {
 	}
 	id1 := strconv.Itoa(4_100_000_000 + rand.Intn(1_000_000))
 	id2 := strconv.Itoa(4_200_000_000 + rand.Intn(1_000_000))
+	id3 := strconv.Itoa(4_300_000_000 + rand.Intn(1_000_000))
 	v1Job := filepath.Join(layout.V1["cpuacct"], "slurm_jstest", "uid_0", "job_"+id1)
 	v2Job := filepath.Join(layout.V2, "system.slice", "slurmstepd.scope", "job_"+id2)
+	sluid := fmt.Sprintf("s%013X", rand.Int63n(1<<40)) // hex digits are in Slurm's base-32 alphabet
+	sluidJob := filepath.Join(layout.V2, "system.slice", "node1_slurmstepd.scope", sluid)
 	var made []string
 	mk := func(p string) {
 		// Record each directory this test creates, to remove it deepest first.
@@ -55,6 +60,7 @@ func TestEBPFCollectorPrivileged(t *testing.T) {
 	})
 	mk(filepath.Join(v1Job, "step_0", "task_0"))
 	mk(filepath.Join(v2Job, "step_0", "user", "task_0"))
+	mk(filepath.Join(sluidJob, "step_0", "user", "task_0"))
 
 	env := &Env{Shared: NewShared(), ProcFS: "/proc",
 		Discoverer: discovery.New(discovery.Config{Layout: layout, ProcFS: "/proc"})}
@@ -64,7 +70,8 @@ func TestEBPFCollectorPrivileged(t *testing.T) {
 	}
 	defer c.(*ebpfCollector).Close()
 
-	for _, task := range []string{filepath.Join(v1Job, "step_0", "task_0"), filepath.Join(v2Job, "step_0", "user", "task_0")} {
+	for _, task := range []string{filepath.Join(v1Job, "step_0", "task_0"), filepath.Join(v2Job, "step_0", "user", "task_0"),
+		filepath.Join(sluidJob, "step_0", "user", "task_0")} {
 		script := fmt.Sprintf(`echo $$ > %s/cgroup.procs && exec taskset -c 1 timeout 0.3 sh -c 'while :; do :; done'`, task)
 		if out, err := exec.Command("sh", "-c", script).CombinedOutput(); err != nil && !strings.Contains(err.Error(), "exit status 124") {
 			t.Fatalf("burner: %v %s", err, out)
@@ -72,6 +79,11 @@ func TestEBPFCollectorPrivileged(t *testing.T) {
 	}
 	reg := prometheus.NewPedanticRegistry()
 	jobs := env.Discoverer.Discover(context.Background(), func(string, error) {})
+	// The job as discovery gives a SLUID directory (with its numeric id
+	// resolved), where this discovery does not list it yet.
+	if !slices.ContainsFunc(jobs, func(j *discovery.Job) bool { return j.Dir == sluidJob }) {
+		jobs = append(jobs, &discovery.Job{ID: id3, Version: 2, Dir: sluidJob})
+	}
 	reg.MustRegister(scrapeOne{c, jobs})
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -90,22 +102,25 @@ func TestEBPFCollectorPrivileged(t *testing.T) {
 			}
 		}
 	}
-	usage, err := os.ReadFile(filepath.Join(v1Job, "cpuacct.usage"))
+	v1usage, err := os.ReadFile(filepath.Join(v1Job, "cpuacct.usage"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want1, _ := strconv.ParseFloat(strings.TrimSpace(string(usage)), 64)
-	want2 := 0.0
-	stat, _ := os.ReadFile(filepath.Join(v2Job, "cpu.stat"))
-	for _, l := range strings.Split(string(stat), "\n") {
-		if v, ok := strings.CutPrefix(l, "usage_usec "); ok {
-			want2, _ = strconv.ParseFloat(v, 64)
+	want1, _ := strconv.ParseFloat(strings.TrimSpace(string(v1usage)), 64)
+	usage := func(dir string) float64 {
+		stat, _ := os.ReadFile(filepath.Join(dir, "cpu.stat"))
+		for _, l := range strings.Split(string(stat), "\n") {
+			if v, ok := strings.CutPrefix(l, "usage_usec "); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				return f / 1e6
+			}
 		}
+		return 0
 	}
 	for _, chk := range []struct {
 		id   string
 		want float64
-	}{{id1, want1 / 1e9}, {id2, want2 / 1e6}} {
+	}{{id1, want1 / 1e9}, {id2, usage(v2Job)}, {id3, usage(sluidJob)}} {
 		t.Logf("job %s: %.6f s from ebpf, %.6f s from the cgroup", chk.id, got[chk.id], chk.want)
 		if chk.want == 0 || math.Abs(got[chk.id]-chk.want) > 0.01*chk.want {
 			t.Errorf("job %s: ebpf %.6f s, cgroup %.6f s", chk.id, got[chk.id], chk.want)

@@ -165,7 +165,8 @@ func (e *Exporter) runOne(ctx context.Context, name string, jobs func() []*disco
 	case errors.Is(err, ErrNoData):
 		e.problems.Report(name, "no_data", err)
 	case errors.Is(err, ErrUnavailable):
-		e.problems.Report(name, "unavailable", err)
+		// Its cause was logged once when the collector was built.
+		e.problems.ReportLogged(name, "unavailable")
 	default:
 		e.problems.Report(name, "collect_failed", err)
 	}

@@ -44,6 +44,17 @@ func (p *Problems) Report(collector, cause string, err error) {
 	}
 }
 
+// ReportLogged counts one occurrence of a cause that was logged elsewhere
+// already (a collector that could not start is logged when it is built).
+func (p *Problems) ReportLogged(collector, cause string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.counts[[2]string{collector, cause}]++
+	p.mu.Unlock()
+}
+
 // Count returns how often a cause was reported (for tests).
 func (p *Problems) Count(collector, cause string) float64 {
 	p.mu.Lock()

@@ -10,5 +10,6 @@ func Factories() []Factory {
 		GPUFactory(),
 		PowerFactory(),
 		SlurmJobsFactory(), SlurmNodesFactory(), SlurmFairshareFactory(), SlurmSchedulerFactory(), SlurmCommandsFactory(), SlurmSacctFactory(),
+		SlurmNodeFactory(), SlurmQueueWaitFactory(), SlurmReservationsFactory(), SlurmLicensesFactory(),
 	}
 }

@@ -25,6 +25,7 @@ type slurmNodes struct {
 	memReal, memAlloc, memFree           *prometheus.Desc
 	partMemReal, partMemAlloc            *prometheus.Desc
 	gpus, gpusAlloc, partGPUs, partGAllo *prometheus.Desc
+	state                                slurmNodeStateDescs
 }
 
 func newSlurmNodes(c *slurmcli.Cache) *slurmNodes {
@@ -54,6 +55,7 @@ func newSlurmNodes(c *slurmcli.Cache) *slurmNodes {
 		gpusAlloc:    d("slurm_cluster_gpus_allocated", "GPUs allocated to jobs (gres/gpu in the nodes' allocated TRES)."),
 		partGPUs:     d("slurm_cluster_partition_gpus_configured", "GPUs configured on the partition's nodes."+perPart, "partition"),
 		partGAllo:    d("slurm_cluster_partition_gpus_allocated", "GPUs allocated on the partition's nodes."+perPart, "partition"),
+		state:        newSlurmNodeStateDescs(),
 	}
 }
 
@@ -90,12 +92,14 @@ func (c *slurmNodes) Collect(s *Scrape, ch chan<- prometheus.Metric) error {
 	var free float64
 	freeKnown := false
 	seen := map[string]bool{}
-	for _, n := range nodes {
+	taken := make([]bool, len(nodes))
+	for i, n := range nodes {
 		if seen[n.Name] {
 			s.Problem("duplicate_node", fmt.Errorf("node %q listed twice", n.Name))
 			continue
 		}
 		seen[n.Name] = true
+		taken[i] = true
 		all.add(n)
 		if n.FreeMemoryKnown {
 			free += n.FreeMemoryBytes
@@ -148,10 +152,11 @@ func (c *slurmNodes) Collect(s *Scrape, ch chan<- prometheus.Metric) error {
 		g(c.partGPUs, ps.gpus, p)
 		g(c.partGAllo, ps.gpusAlloc, p)
 	}
+	c.state.emit(nodes, func(i int) bool { return taken[i] }, ch)
 	return err
 }
 
 func (c *slurmNodes) descs() []*prometheus.Desc {
-	return []*prometheus.Desc{c.status.up, c.status.age, c.nodes, c.partNodes, c.cpus, c.partCPUs, c.cpusCfg, c.partCPUsCfg,
-		c.memReal, c.memAlloc, c.memFree, c.partMemReal, c.partMemAlloc, c.gpus, c.gpusAlloc, c.partGPUs, c.partGAllo}
+	return append([]*prometheus.Desc{c.status.up, c.status.age, c.nodes, c.partNodes, c.cpus, c.partCPUs, c.cpusCfg, c.partCPUsCfg,
+		c.memReal, c.memAlloc, c.memFree, c.partMemReal, c.partMemAlloc, c.gpus, c.gpusAlloc, c.partGPUs, c.partGAllo}, c.state.list()...)
 }

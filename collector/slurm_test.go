@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,7 +15,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/internal/testutil"
@@ -42,7 +42,8 @@ func newSlurmFake(t testing.TB, when string) *slurmclitest.Bin {
 // depend on the node collectors.
 func slurmFactories() []Factory {
 	return []Factory{SlurmJobsFactory(), SlurmNodesFactory(), SlurmFairshareFactory(), SlurmSchedulerFactory(),
-		SlurmCommandsFactory(), SlurmSacctFactory()}
+		SlurmCommandsFactory(), SlurmSacctFactory(), SlurmNodeFactory(), SlurmQueueWaitFactory(),
+		SlurmReservationsFactory(), SlurmLicensesFactory()}
 }
 
 // slurmExporter builds the controller-mode exporter from command-line
@@ -116,77 +117,6 @@ func slurmExpect(t testing.TB, prefix string, got, want map[string]float64) {
 	}
 }
 
-// slurmHandChecked are values read off the "running" capture by hand:
-// squeue -r lists 11 jobs: running 2 (job 2 in debug, job 3 in batch),
-// pending 9 (debug: 4, 6, 8, 9, 10; batch: 5 and the three tasks of array 7),
-// matching sdiag's "Jobs pending: 9, Jobs running: 2". sinfo: one node vm in
-// both partitions, allocated, CPUs A/I/O/T 2/0/0/2; scontrol: RealMemory
-// 20489 MiB, AllocMem 856 MiB (256M job 2 + 600M job 3), FreeMem 22372 MiB,
-// gpu 2 configured, 1 allocated (job 3's --gres=gpu:1).
-var slurmHandChecked = map[string]float64{
-	`slurm_queue_jobs{partition="debug",state="running"}`:                1,
-	`slurm_queue_jobs{partition="batch",state="running"}`:                1,
-	`slurm_queue_jobs{partition="debug",state="pending"}`:                5,
-	`slurm_queue_jobs{partition="batch",state="pending"}`:                4,
-	`slurm_queue_jobs_cpus{partition="batch",state="running"}`:           1,
-	`slurm_queue_jobs_gpus{partition="batch",state="running"}`:           1,
-	`slurm_queue_jobs_memory_bytes{partition="batch",state="running"}`:   600 << 20,
-	`slurm_queue_user_jobs{state="pending",user="bob"}`:                  5,
-	`slurm_queue_user_jobs{state="pending",user="alice"}`:                4,
-	`slurm_queue_account_jobs{account="physics",state="pending"}`:        3,
-	`slurm_queue_account_jobs{account="chemistry",state="pending"}`:      6,
-	`slurm_queue_jobs_pending{partition="debug",reason="JobHeldUser"}`:   1,
-	`slurm_queue_jobs_pending{partition="batch",reason="Priority"}`:      3,
-	`slurm_cluster_nodes{state="allocated"}`:                             1,
-	`slurm_cluster_partition_nodes{partition="debug",state="allocated"}`: 1,
-	`slurm_cluster_partition_nodes{partition="batch",state="allocated"}`: 1,
-	`slurm_cluster_cpus{state="allocated"}`:                              2,
-	`slurm_cluster_cpus{state="idle"}`:                                   0,
-	`slurm_cluster_cpus{state="other"}`:                                  0,
-	`slurm_cluster_cpus_configured`:                                      2,
-	`slurm_cluster_memory_real_bytes`:                                    20489 << 20,
-	`slurm_cluster_memory_allocated_bytes`:                               856 << 20,
-	`slurm_cluster_memory_free_bytes`:                                    22372 << 20,
-	`slurm_cluster_gpus_configured`:                                      2,
-	`slurm_cluster_gpus_allocated`:                                       1,
-	`jobscope_slurm_up{source="jobs"}`:                                   1,
-	`jobscope_slurm_snapshot_age_seconds{source="jobs"}`:                 0,
-}
-
-// TestSlurmGolden renders the whole cluster output for the "running"
-// capture, from squeue/sinfo --json (auto on 22.05) and from the text forms.
-func TestSlurmGolden(t *testing.T) {
-	for _, c := range []struct {
-		name   string
-		format slurmcli.Format
-	}{{"running", slurmcli.FormatAuto}, {"running-text", slurmcli.FormatText}} {
-		t.Run(c.name, func(t *testing.T) {
-			f := newSlurmFake(t, "running")
-			// 12:10, just after the capture, in the zone sacct's times are read in.
-			clk := slurmclitest.NewClock(time.Date(2026, 11, 21, 12, 10, 0, 0, time.Local))
-			exp := slurmExporter(t, slurmSharedWithClock(t, f, c.format, clk), "--collector.slurm_commands=false",
-				"--collector.slurm_sacct", "--slurm.sacct.since=2026-11-21T12:00:00")
-			g := slurmGather(context.Background(), exp)
-			expo := testutil.Exposition(t, g)
-			testutil.Golden(t, filepath.Join("..", "testdata", "slurm", c.name+".golden"), expo)
-			got := slurmSeries(t, expo)
-			slurmExpect(t, "", got, slurmHandChecked)
-			for _, name := range []string{"slurm_jobs", "slurm_nodes", "slurm_fairshare", "slurm_scheduler", "slurm_sacct"} {
-				if got[`jobscope_scrape_collector_success{collector="`+name+`"}`] != 1 {
-					t.Errorf("collector %s failed", name)
-				}
-			}
-			lint, err := promtest.GatherAndLint(g)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, p := range lint {
-				t.Errorf("lint: %s: %s", p.Metric, p.Text)
-			}
-		})
-	}
-}
-
 // Completed jobs that squeue --json still lists are not counted.
 func TestSlurmJobsOnlyQueued(t *testing.T) {
 	f := newSlurmFake(t, "after")
@@ -208,7 +138,7 @@ func TestSlurmJobsOnlyQueued(t *testing.T) {
 
 // Twenty concurrent scrapes run each command once per poll interval.
 func TestSlurmConcurrentScrapes(t *testing.T) {
-	f := newSlurmFake(t, "running")
+	f := newSlurmFake(t, "busy")
 	exp := slurmExporter(t, NewShared(), "--slurm.bin-dir="+f.Dir, "--slurm.poll-interval=1h")
 	var wg sync.WaitGroup
 	for range 20 {
@@ -218,19 +148,26 @@ func TestSlurmConcurrentScrapes(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			got := slurmSeries(t, testutil.Exposition(t, slurmGather(ctx, exp)))
-			if got[`slurm_cluster_nodes{state="allocated"}`] != 1 {
+			if got[`slurm_cluster_nodes{state="draining"}`] != 1 || got[`slurm_license_configured{license="e2elic@flex"}`] != 4 {
 				t.Errorf("a scrape missed the data: %v", got[`jobscope_slurm_up{source="nodes"}`])
 			}
 		}()
 	}
 	wg.Wait()
-	for _, cmd := range []string{"squeue", "sinfo", "sshare", "sdiag"} {
+	for _, cmd := range []string{"squeue", "sinfo", "sshare", "sdiag", "sacct"} {
 		if n := len(f.Runs(cmd)); n != 1 {
 			t.Errorf("%s ran %d times for 20 concurrent scrapes, want 1", cmd, n)
 		}
 	}
-	if n := len(f.Runs("scontrol")); n != 0 {
-		t.Errorf("scontrol ran %d times", n)
+	// scontrol lists reservations and licenses: 22.05 refuses --json, so
+	// the first poll asks each once in JSON, then once in text.
+	runs := map[string]int{}
+	for _, r := range f.Runs("scontrol") {
+		runs[r]++
+	}
+	if want := map[string]int{"show reservation --json": 1, "-o show reservation": 1, "show licenses --json": 1,
+		"-o show licenses": 1}; !reflect.DeepEqual(runs, want) {
+		t.Errorf("scontrol runs %v, want %v", runs, want)
 	}
 	expo := testutil.Exposition(t, slurmGather(context.Background(), exp))
 	testutil.Promtool(t, expo) // the command counters too
@@ -350,8 +287,9 @@ func TestSlurmOffInNodeMode(t *testing.T) {
 	if names := set.Enabled(ModeNode); len(names) != 0 {
 		t.Errorf("cluster collectors on in node mode: %v", names)
 	}
-	// slurm_sacct is opt-in: its queries reach slurmdbd.
-	if names := set.Enabled(ModeController); len(names) != 5 {
+	// Every cluster collector is on in controller mode, slurm_sacct too:
+	// its queries ask slurmdbd only for what ended since the last poll.
+	if names := set.Enabled(ModeController); len(names) != 10 {
 		t.Errorf("controller mode: %v", names)
 	}
 }

@@ -176,7 +176,8 @@ func TestRulesUseRealMetrics(t *testing.T) {
 		}
 	}
 	// The alerts the deployment kit promises.
-	for _, want := range []string{"SlurmJobLowCPUUsage", "SlurmJobMemoryNearLimit", "SlurmJobGPUIdle", "JobscopeDown"} {
+	for _, want := range []string{"SlurmJobLowCPUUsage", "SlurmJobMemoryNearLimit", "SlurmJobGPUIdle", "JobscopeDown",
+		"SlurmNodeDrainedOrDown", "SlurmReservationStartsOnBusyNodes", "SlurmLicensePoolExhausted"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("alert %s missing (have %v)", want, alerts)
 		}
@@ -225,7 +226,7 @@ func TestDashboardUsesRealMetrics(t *testing.T) {
 				rows = append(rows, s)
 			}
 		})
-		for _, want := range []string{"Job", "Node"} {
+		for _, want := range []string{"Job", "Node", "Cluster nodes and queue wait"} {
 			if !slices.Contains(rows, want) {
 				t.Errorf("%s: no %q row", f, want)
 			}
@@ -366,9 +367,9 @@ func TestControllerUnitHasNoCapabilities(t *testing.T) {
 
 // TestUnitsSurviveRefusedSyscalls: a unit that filters system calls must
 // make a refused call fail (SystemCallErrorNumber=) rather than kill the
-// process with SIGSYS. jobscope links cilium/ebpf's rlimit package, whose
-// init() calls bpf() in every mode: under the controller unit's filter that
-// call once killed the service at every start (status=31/SYS).
+// process with SIGSYS. When jobscope linked cilium/ebpf's rlimit package,
+// whose init() calls bpf() in every mode, the controller unit's filter
+// killed the service at every start (status=31/SYS).
 func TestUnitsSurviveRefusedSyscalls(t *testing.T) {
 	units, _ := filepath.Glob("systemd/*.service")
 	if len(units) < 2 {

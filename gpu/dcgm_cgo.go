@@ -70,7 +70,10 @@ func openDCGM(o DCGMOptions, log *slog.Logger) (Backend, error) {
 	}
 	cleanup, err := dcgm.Init(dcgm.Standalone, addr, sock)
 	if err != nil {
-		return nil, fmt.Errorf("%w: dcgm at %s: %v", ErrNoDevice, o.Address, err)
+		if strings.Contains(err.Error(), "libdcgm") {
+			err = fmt.Errorf("%w: %v", ErrNoLibrary, err) // no host engine will ever help
+		}
+		return nil, fmt.Errorf("%w: dcgm at %s: %w", ErrNoDevice, o.Address, err)
 	}
 	b := &dcgmBackend{log: log, cleanup: cleanup, sem: make(chan struct{}, 1)}
 	if err := b.setup(o); err != nil {

@@ -26,7 +26,7 @@ func newNVMLHelper(lib nvml.Interface, log *slog.Logger) *nvmlHelper {
 		log.Warn("NVML unavailable next to DCGM: no process-based GPU mapping and no GPM fallback", "err", ret)
 		return nil
 	}
-	return &nvmlHelper{b: &nvmlBackend{lib: lib, log: log, caps: probeCaps(lib), gpm: map[string]*gpmState{}}}
+	return &nvmlHelper{b: &nvmlBackend{lib: lib, log: log, caps: probeCaps(lib), gpm: map[string]*gpmState{}, known: map[int]Device{}}}
 }
 
 // fill adds the PIDs of d (a GPU or MIG instance) and, if gpm, the GPM

@@ -7,6 +7,7 @@ package gpu
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Backend reads the GPUs of this node. Implementations are safe for
@@ -26,6 +27,10 @@ type Backend interface {
 // this node: the collector reports it as "no data", logged once.
 var ErrNoDevice = errors.New("no NVIDIA GPU library, driver or device")
 
+// ErrNoLibrary says the backend's library is not installed: retrying
+// cannot help, unlike an unreachable DCGM host engine.
+var ErrNoLibrary = errors.New("library not installed")
+
 // ErrNotBuilt says the backend is not part of this binary.
 var ErrNotBuilt = errors.New("backend not built into this binary")
 
@@ -38,6 +43,13 @@ type Snapshot struct {
 	// Errors lists single calls that failed (a value is missing); calls a
 	// device does not support are not errors.
 	Errors []CallError
+	// Via names the backend that answered when it is not the configured one
+	// (NVML while DCGM's host engine is away); "" otherwise.
+	Via string
+	// Stale marks a snapshot served again because no backend could be read;
+	// Age is how old it is.
+	Stale bool
+	Age   time.Duration
 }
 
 // Device is a physical GPU or a MIG instance.
@@ -59,6 +71,9 @@ type Device struct {
 	PIDs []int `json:"pids,omitempty"`
 	// Values holds what could be read; a missing field was not available.
 	Values map[Field]float64 `json:"values,omitempty"`
+	// Lost marks a GPU the driver reports as fallen off the bus
+	// (NVML_ERROR_GPU_IS_LOST): identity from an earlier reading, no values.
+	Lost bool `json:"lost,omitempty"`
 }
 
 // IsMIG reports whether d is a MIG instance.

@@ -282,3 +282,23 @@ func TestMapEnvironUUIDs(t *testing.T) {
 		})
 	}
 }
+
+// dcgm-exporter's job mapping has no per-instance files: on a MIG GPU a
+// site's prolog writes the parent's index with one line per job holding an
+// instance (dcgm-exporter then labels every instance with every job). That
+// says nothing about which instance is whose, so it maps nothing, raises no
+// conflict, and the jobs' environment decides.
+func TestMapDcgmExporterMIGFile(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "3"), "20\n21\n")
+	jobs := []Job{
+		{ID: "20", Env: map[string]string{"CUDA_VISIBLE_DEVICES": "MIG-dddd0000-0000-0000-0000-000000000031"}},
+		{ID: "21", Env: map[string]string{"CUDA_VISIBLE_DEVICES": "MIG-dddd0000-0000-0000-0000-000000000032"}},
+	}
+	got, probs := (&Mapper{MappingDir: dir}).Map(testNode(), jobs)
+	if len(probs) != 0 {
+		t.Errorf("problems %q", causes(probs))
+	}
+	want(t, got, "MIG-dddd0000-0000-0000-0000-000000000031", "20", MethodEnviron)
+	want(t, got, "MIG-dddd0000-0000-0000-0000-000000000032", "21", MethodEnviron)
+}

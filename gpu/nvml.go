@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -26,10 +27,11 @@ type nvmlBackend struct {
 	// scrape only until its own deadline, instead of piling up.
 	sem  chan struct{}
 	caps nvmlCaps
-	// gpmMu guards the map only: each device's state is used by the one
+	// gpmMu guards the maps only: each device's state is used by the one
 	// goroutine reading that device.
 	gpmMu sync.Mutex
 	gpm   map[string]*gpmState
+	known map[int]Device // identity of each index as last read, for a GPU that is lost
 	xid   *xidPoller
 }
 
@@ -68,7 +70,7 @@ func NewNVML(lib nvml.Interface, log *slog.Logger) (Backend, error) {
 		}
 		return nil, fmt.Errorf("%w: nvml device count: %v", ErrNoDevice, ret)
 	}
-	b := &nvmlBackend{lib: lib, log: log, sem: make(chan struct{}, 1), caps: probeCaps(lib), gpm: map[string]*gpmState{}}
+	b := &nvmlBackend{lib: lib, log: log, sem: make(chan struct{}, 1), caps: probeCaps(lib), gpm: map[string]*gpmState{}, known: map[int]Device{}}
 	b.xid = startXidPoller(lib, n, log)
 	return b, nil
 }
@@ -150,10 +152,12 @@ func (b *nvmlBackend) Snapshot(ctx context.Context) (*Snapshot, error) {
 func (b *nvmlBackend) readDevice(c calls, i int) {
 	dev, ret := b.lib.DeviceGetHandleByIndex(i)
 	if !c.ok("DeviceGetHandleByIndex", fmt.Sprintf("index %d", i), ret) {
+		b.lost(c, i, ret)
 		return
 	}
 	uuid, ret := dev.GetUUID()
 	if !c.ok("GetUUID", fmt.Sprintf("index %d", i), ret) {
+		b.lost(c, i, ret)
 		return // a device without a UUID cannot be labelled
 	}
 	d := Device{Index: i, Minor: -1, UUID: uuid, Values: map[Field]float64{}}
@@ -172,6 +176,15 @@ func (b *nvmlBackend) readDevice(c calls, i int) {
 		gpm = b.readGPM(c, dev, &d)
 	}
 	b.readTelemetry(c, dev, &d, !gpm)
+	for _, e := range c.snap.Errors {
+		if errors.Is(e.Err, nvml.ERROR_GPU_IS_LOST) {
+			b.lost(c, i, nvml.ERROR_GPU_IS_LOST) // fell off the bus while being read
+			return
+		}
+	}
+	b.gpmMu.Lock()
+	b.known[i] = Device{Index: i, Minor: d.Minor, UUID: uuid, Model: d.Model}
+	b.gpmMu.Unlock()
 	c.snap.Devices = append(c.snap.Devices, d)
 	if d.MIGEnabled {
 		c.snap.Devices = append(c.snap.Devices, b.readMIG(c, dev, d)...)
@@ -179,6 +192,23 @@ func (b *nvmlBackend) readDevice(c calls, i int) {
 }
 
 // readTelemetry fills the values NVML reads per physical GPU.
+// lost reports GPU i as lost when ret says the driver lost it (Xid 79, a
+// GPU fallen off the bus), under the identity it had when last read: an
+// admin must see which GPU went, not a device that quietly vanished.
+func (b *nvmlBackend) lost(c calls, i int, ret nvml.Return) {
+	if ret != nvml.ERROR_GPU_IS_LOST {
+		return
+	}
+	b.gpmMu.Lock()
+	d, ok := b.known[i]
+	b.gpmMu.Unlock()
+	if !ok {
+		d = Device{Index: i, Minor: -1} // lost before it was ever read: no UUID to give
+	}
+	d.Lost, d.Values = true, map[Field]float64{}
+	c.snap.Devices = append(c.snap.Devices, d)
+}
+
 // pcie asks for NVML's PCIe counters, which GPM replaces where it runs.
 func (b *nvmlBackend) readTelemetry(c calls, dev nvml.Device, d *Device, pcie bool) {
 	u, v := d.UUID, d.Values

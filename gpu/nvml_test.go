@@ -105,8 +105,20 @@ func TestNVMLSingleCallErrors(t *testing.T) {
 		return get(i)
 	}
 	s := snapshot(t, open(t, node))
-	if len(s.Devices) != 8 { // 8 GPUs - 2 unreadable + 2 MIG instances
-		t.Errorf("%d devices, want 8", len(s.Devices))
+	if len(s.Devices) != 9 { // 8 GPUs - 1 unreadable + 2 MIG instances, GPU 3 reported lost
+		t.Errorf("%d devices, want 9", len(s.Devices))
+	}
+	lost := 0
+	for _, d := range s.Devices {
+		if d.Lost {
+			lost++
+			if d.Index != 3 || d.UUID != "" {
+				t.Errorf("lost before its first reading: %+v", d)
+			}
+		}
+	}
+	if lost != 1 {
+		t.Errorf("%d lost devices, want GPU 3", lost)
 	}
 	calls := map[string]bool{}
 	for _, e := range s.Errors {
@@ -289,5 +301,33 @@ func TestNVMLSlowReadDoesNotPileUp(t *testing.T) {
 	close(release)
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A GPU that falls off the bus (NVML_ERROR_GPU_IS_LOST, Xid 79) is reported
+// as lost under the identity it had, and the other GPUs go on.
+func TestNVMLGPULost(t *testing.T) {
+	node := nvmlmock.New()
+	b := open(t, node)
+	snapshot(t, b)
+	get := node.DeviceGetHandleByIndexFunc
+	node.DeviceGetHandleByIndexFunc = func(i int) (nvml.Device, nvml.Return) {
+		if i == 3 {
+			return nil, nvml.ERROR_GPU_IS_LOST
+		}
+		return get(i)
+	}
+	s := snapshot(t, b)
+	d := find(s, nvmlmock.UUID(3))
+	if d == nil || !d.Lost || d.Index != 3 || len(d.Values) != 0 {
+		t.Fatalf("lost GPU 3: %+v", d)
+	}
+	for i := 0; i < 7; i++ {
+		if i == 3 {
+			continue
+		}
+		if o := find(s, nvmlmock.UUID(i)); o == nil || o.Lost || len(o.Values) == 0 {
+			t.Errorf("GPU %d after GPU 3 was lost: %+v", i, o)
+		}
 	}
 }

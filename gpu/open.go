@@ -39,11 +39,24 @@ func Open(cfg Config) (Backend, error) {
 	if dc == nil {
 		dc = func(log *slog.Logger) (Backend, error) { return openDCGM(cfg.DCGM, log) }
 	}
+	// A DCGM host engine can restart, or start after jobscope at boot:
+	// DCGM is read through Reconnecting, with NVML answering meanwhile.
+	dcgmFirst := func(first Backend) Backend {
+		used := first
+		open := func() (Backend, error) {
+			if b := used; b != nil {
+				used = nil
+				return b, nil
+			}
+			return dc(log)
+		}
+		return NewReconnecting("dcgm", open, func() (Backend, error) { return nv(log) }, log, nil)
+	}
 	switch cfg.Backend {
 	case "", "auto":
 		b, err := dc(log)
 		if err == nil {
-			return b, nil
+			return dcgmFirst(b), nil
 		}
 		b, err2 := nv(log)
 		if err2 == nil {
@@ -57,7 +70,12 @@ func Open(cfg Config) (Backend, error) {
 	case "nvml":
 		return wrapNoDevice(nv(log))
 	case "dcgm":
-		return wrapNoDevice(dc(log))
+		b, err := dc(log)
+		if err != nil && (errors.Is(err, ErrNotBuilt) || errors.Is(err, ErrNoLibrary) || !errors.Is(err, ErrNoDevice)) {
+			return wrapNoDevice(nil, err) // nothing to wait for, or a configuration mistake
+		}
+		// Reachable, or only the host engine is missing: it may come.
+		return dcgmFirst(b), nil
 	case "fake":
 		return OpenFake(cfg.FakeFile)
 	case "none":

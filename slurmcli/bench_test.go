@@ -44,7 +44,7 @@ func BenchmarkParseSqueueJSON10k(b *testing.B) {
 }
 
 func BenchmarkParseSqueueText10k(b *testing.B) {
-	lines := strings.Split(strings.TrimSpace(string(readFixture(b, "squeue-r-running.txt"))), "\n")
+	lines := strings.Split(strings.TrimSpace(string(readFixture(b, "squeue-O-busy.txt"))), "\n")
 	var buf bytes.Buffer
 	for i := range 10000 {
 		buf.WriteString(lines[i%len(lines)])

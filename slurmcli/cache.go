@@ -20,10 +20,14 @@ const (
 	SourceShares Source = "shares" // sshare
 	SourceDiag   Source = "diag"   // sdiag
 	SourceSacct  Source = "sacct"  // sacct, incremental; see EnableSacct
+	// SourceReservations and SourceLicenses: scontrol show reservation and
+	// licenses (JSON from 23.02, text before).
+	SourceReservations Source = "reservations"
+	SourceLicenses     Source = "licenses"
 )
 
 // Sources lists every source in a fixed order.
-var Sources = []Source{SourceJobs, SourceNodes, SourceShares, SourceDiag, SourceSacct}
+var Sources = []Source{SourceJobs, SourceNodes, SourceShares, SourceDiag, SourceSacct, SourceReservations, SourceLicenses}
 
 // Format picks JSON or text output where a command has both.
 type Format string
@@ -47,7 +51,7 @@ func ParseFormat(s string) (Format, error) {
 // at Good (zero when there never was one); Err is the latest attempt's
 // error, nil when that attempt gave Value.
 type Result struct {
-	Value   any // []Job, []Node, []Share, *Diag or map[EndKey]float64
+	Value   any // []Job, []Node, []Share, *Diag, SacctCounts, []Reservation or []License
 	Good    time.Time
 	Err     error
 	Command string // the command that produced (or failed to produce) it
@@ -131,10 +135,13 @@ type Cache struct {
 	noJSON    map[Source]bool // auto mode: JSON refused, text from now on
 	failing   map[Source]bool // for logging state changes only
 	sacct     *SacctCounter   // only touched by the (single) refresh
+
+	queueOnce sync.Once
+	queue     *QueueTracker
 }
 
 // EnableSacct makes refreshes count ended jobs with incremental sacct
-// queries (the opt-in sacct collector).
+// queries (the sacct collector).
 func (c *Cache) EnableSacct(s *SacctCounter) {
 	c.mu.Lock()
 	c.sacct = s
@@ -348,16 +355,29 @@ func (c *Cache) fetchAs(src Source, useJSON bool) (any, string, error) {
 			return nil, "", fmt.Errorf("sacct source without a counter")
 		}
 		var from, to time.Time
-		from, to, args = counter.window(c.cfg.Now())
+		now := c.cfg.Now()
+		from, to, args = counter.window(now)
 		cmd = "sacct"
 		parse = func(b []byte) (any, error) {
 			jobs, err := ParseSacct(bytes.NewReader(b))
 			if err != nil {
 				return nil, err
 			}
-			counter.add(jobs, from, to)
+			counter.add(jobs, from, to, now)
 			return counter.Counts(), nil
 		}
+	case src == SourceReservations && useJSON:
+		cmd, args = "scontrol", ReservationJSONArgs
+		parse = func(b []byte) (any, error) { return ParseReservationsJSON(bytes.NewReader(b)) }
+	case src == SourceReservations:
+		cmd, args = "scontrol", ReservationTextArgs
+		parse = func(b []byte) (any, error) { return ParseReservationsText(bytes.NewReader(b), time.Local) }
+	case src == SourceLicenses && useJSON:
+		cmd, args = "scontrol", LicenseJSONArgs
+		parse = func(b []byte) (any, error) { return ParseLicensesJSON(bytes.NewReader(b)) }
+	case src == SourceLicenses:
+		cmd, args = "scontrol", LicenseTextArgs
+		parse = func(b []byte) (any, error) { return ParseLicensesText(bytes.NewReader(b)) }
 	default:
 		return nil, "", fmt.Errorf("unknown source %q", src)
 	}

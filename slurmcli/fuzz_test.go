@@ -43,6 +43,8 @@ func smallSqueueJSON(f *testing.F, name string, ids ...float64) []byte {
 func FuzzParseSqueueJSON(f *testing.F) {
 	f.Add(smallSqueueJSON(f, "squeue-running.json", 3, 7))
 	f.Add(smallSqueueJSON(f, "squeue-after.json", 1, 8))
+	f.Add(smallSqueueJSON(f, "squeue-busy.json", 7, 8, 10, 11))
+	f.Add(smallSqueueJSON(f, "../24.11/squeue-running.json", 11, 13, 18))
 	f.Add([]byte(`{"jobs":[{"job_id":{"set":true,"number":1},"job_state":["PENDING"],"array_task_string":"1-9:2%3"}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		jobs, err := ParseSqueueJSON(bytes.NewReader(b))
@@ -53,7 +55,7 @@ func FuzzParseSqueueJSON(f *testing.F) {
 }
 
 func FuzzParseSqueueText(f *testing.F) {
-	seed(f, "squeue-r-running.txt", "squeue-r-after.txt")
+	seed(f, "squeue-O-busy.txt", "squeue-r-running.txt")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		jobs, err := ParseSqueueText(bytes.NewReader(b))
 		if err == nil {
@@ -71,7 +73,7 @@ func checkJobs(t *testing.T, jobs []Job) {
 }
 
 func FuzzParseSinfoJSON(f *testing.F) {
-	seed(f, "sinfo-running.json", "sinfo-after.json")
+	seed(f, "sinfo-running.json", "sinfo-busy.json", "../24.11/sinfo-running.json")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		nodes, err := ParseSinfoJSON(bytes.NewReader(b))
 		if err == nil {
@@ -81,7 +83,7 @@ func FuzzParseSinfoJSON(f *testing.F) {
 }
 
 func FuzzParseScontrolNodes(f *testing.F) {
-	seed(f, "scontrol-show-node-o-running.txt", "scontrol-show-node-o-after.txt")
+	seed(f, "scontrol-show-node-o-running.txt", "scontrol-show-node-o-busy.txt", "../24.11/scontrol-show-node-o-running.txt")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		nodes, err := ParseScontrolNodes(bytes.NewReader(b))
 		if err == nil {
@@ -170,14 +172,16 @@ func FuzzParseSacct(f *testing.F) {
 		f.Add(append([]byte("JobID|JobIDRaw|JobName|User|UID|Group|Account|Partition|QOS|State|ExitCode|DerivedExitCode|Submit|Start|End\n"),
 			readFixture(f, n)...))
 	}
+	seed(f, "sacct-X-busy.txt", "../24.11/sacct-X-after.txt")
+	f.Add([]byte("JobID|JobIDRaw|State|Partition|Account|Submit|End\n8_[2-3]|8|CANCELLED by 0|b|a|2026-11-24T10:00:00|2026-11-24T10:05:00\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		jobs, err := ParseSacct(bytes.NewReader(b))
 		if err != nil {
 			return
 		}
 		for _, j := range jobs {
-			if strings.Contains(j.State, " ") {
-				t.Fatalf("state %q", j.State)
+			if strings.Contains(j.State, " ") || j.Count < 1 {
+				t.Fatalf("state %q count %d", j.State, j.Count)
 			}
 		}
 	})

@@ -27,6 +27,14 @@ type Node struct {
 
 	GPUs      float64
 	AllocGPUs float64
+
+	// Reason is why an admin or slurmctld took the node out of service
+	// (drain, down), without scontrol's " [user@time]" suffix.
+	Reason       string
+	Features     string  // available features, comma separated
+	CPULoad      float64 // slurmd's 1-minute load average
+	CPULoadKnown bool
+	Weight       float64 // scheduling weight
 }
 
 // IdleCPUs and OtherCPUs split the unallocated CPUs the way sinfo's
@@ -91,9 +99,11 @@ func NodeState(base string, flags []string) (state string, available bool) {
 	return base, !unresponsive
 }
 
-// SinfoJSONArgs are the arguments for `sinfo --json` (nodes only in 22.05;
-// it lists every node whatever the partition flags).
-var SinfoJSONArgs = []string{"--json"}
+// SinfoJSONArgs are the arguments for `sinfo --json`. 22.05 prints a
+// "nodes" list whatever the options; 23.02 and later print "sinfo" records
+// grouped like sinfo's text, which -N makes one per node and partition
+// (without it a record's allocated memory is one of its nodes').
+var SinfoJSONArgs = []string{"--json", "-N"}
 
 // ScontrolNodeArgs are the arguments of the text form of the node list:
 // scontrol, not sinfo, because only it prints AllocMem in 22.05's text.
@@ -118,7 +128,13 @@ type sinfoJSON struct {
 		TresUsed    string      `json:"tres_used"`
 		Gres        string      `json:"gres"`
 		GresUsed    string      `json:"gres_used"`
+		Reason      string      `json:"reason"`
+		Features    flexStrings `json:"features"`
+		CPULoad     flexNum     `json:"cpu_load"`
+		Weight      flexNum     `json:"weight"`
 	} `json:"nodes"`
+	// Sinfo is the node/partition record list of 23.02 and later.
+	Sinfo []sinfoRecord `json:"sinfo"`
 }
 
 // ParseSinfoJSON reads `sinfo --json` output.
@@ -127,13 +143,14 @@ func ParseSinfoJSON(r io.Reader) ([]Node, error) {
 	if err := json.NewDecoder(r).Decode(&in); err != nil {
 		return nil, fmt.Errorf("sinfo json: %w", err)
 	}
+	if in.Nodes == nil && in.Sinfo != nil {
+		return nodesFromSinfoList(in.Sinfo)
+	}
 	if in.Nodes == nil {
 		if err := in.Errors.err(); err != nil {
 			return nil, fmt.Errorf("sinfo json: %w", err)
 		}
-		// 23.02 and later print an "sinfo" list of node/partition
-		// records instead; the text form (scontrol show node -o) serves.
-		return nil, fmt.Errorf("sinfo json: no \"nodes\" list: %w", ErrJSONShape)
+		return nil, fmt.Errorf("sinfo json: neither a \"nodes\" nor an \"sinfo\" list: %w", ErrJSONShape)
 	}
 	nodes := make([]Node, 0, len(in.Nodes))
 	for _, x := range in.Nodes {
@@ -161,6 +178,10 @@ func ParseSinfoJSON(r io.Reader) ([]Node, error) {
 		}
 		n.State, n.Available = NodeState(base, flags)
 		n.GPUs, n.AllocGPUs = nodeGPUs(x.Tres, x.TresUsed, x.Gres, x.GresUsed)
+		n.Reason, n.Features, n.Weight = x.Reason, strings.Join(x.Features, ","), x.Weight.V
+		if x.CPULoad.Set {
+			n.CPULoad, n.CPULoadKnown = loadHundredths(x.CPULoad.V)
+		}
 		nodes = append(nodes, n)
 	}
 	return nodes, nil
@@ -215,6 +236,9 @@ func ParseScontrolNodes(r io.Reader) ([]Node, error) {
 		parts := strings.Split(f["State"], "+")
 		n.State, n.Available = NodeState(parts[0], parts[1:])
 		n.GPUs, n.AllocGPUs = nodeGPUs(f["CfgTRES"], f["AllocTRES"], f["Gres"], f["GresUsed"])
+		n.Reason, n.Features = scontrolReason(f["Reason"]), Clean(f["AvailableFeatures"])
+		n.Weight, _ = num("Weight")
+		n.CPULoad, n.CPULoadKnown = num("CPULoad") // "N/A" before slurmd reports
 		nodes = append(nodes, n)
 	}
 	return nodes, nil

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fixtures are real Slurm 22.05.8 outputs (see testdata/slurm/README.md).
@@ -87,31 +88,47 @@ func TestParseSqueueJSONAfter(t *testing.T) {
 }
 
 func TestParseSqueueText(t *testing.T) {
-	jobs, err := ParseSqueueText(openFixture(t, "squeue-r-running.txt"))
+	jobs, err := ParseSqueueText(openFixture(t, "squeue-O-busy.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(jobs) != 11 {
-		t.Fatalf("got %d lines, want 11 (array 7 split by -r)", len(jobs))
+		t.Fatalf("got %d lines, want 11 (array 11 split by -r)", len(jobs))
 	}
-	if got, want := queueCounts(jobs), map[string]int{"PENDING": 9, "RUNNING": 2}; !reflect.DeepEqual(got, want) {
+	if got, want := queueCounts(jobs), map[string]int{"PENDING": 6, "RUNNING": 5}; !reflect.DeepEqual(got, want) {
 		t.Errorf("queue counts %v, want %v", got, want)
 	}
 	for _, j := range jobs {
-		if j.ID == "3" && (j.GPUs != 1 || j.MemoryBytes != 600<<20 || j.Account != "chemistry") {
-			t.Errorf("job 3: %+v", j)
+		switch j.ID {
+		case "6":
+			if j.GPUs != 1 || j.MemoryBytes != 100<<20 || j.Account != "chemistry" || !j.Allocated {
+				t.Errorf("job 6: %+v", j)
+			}
+		case "9": // the description squeue prints for the reason code
+			if j.Reason != "Resources" {
+				t.Errorf("job 9 reason %q, want Resources", j.Reason)
+			}
+		case "10": // no --mem: tres-alloc has Slurm's default (the node's memory)
+			if j.MemoryBytes != 24105<<20 {
+				t.Errorf("job 10 memory %v, want 24105 MiB", j.MemoryBytes)
+			}
+		case "11_2":
+			if j.RawID != "11" || j.ArrayJobID != "11" || j.ArrayTask != "2" {
+				t.Errorf("array task: %+v", j)
+			}
 		}
 	}
 }
 
 func TestParseSqueueTextPipeInName(t *testing.T) {
-	line := "42|42|42|N/A|a|b|c|RUNNING|None|debug|alice|1001|physics|normal|4|2|1G|gres:gpu:2|10:00|0:07|9:53|2026-11-21T12:09:43|2026-11-21T12:09:43|2026-11-21T12:19:43|vm[1-2]|1\n"
-	jobs, err := ParseSqueueText(strings.NewReader(line))
+	line := "42|42|42|N/A|RUNNING|None|debug|alice|1001|physics|normal|4|2|gres:gpu:2|cpu=4,mem=2G,node=2,billing=4,gres/gpu=4|2026-11-21T12:09:43|2026-11-21T12:09:44|a|b|c\n"
+	jobs, err := ParseSqueueTextIn(strings.NewReader(line), time.UTC)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Job{ID: "42", State: "RUNNING", Reason: "None", Partition: "debug", User: "alice", Account: "physics",
-		Count: 1, CPUs: 4, MemoryBytes: 2 << 30, GPUs: 4}
+	want := Job{ID: "42", State: "RUNNING", Reason: "None", Partition: "debug", User: "alice", Account: "physics", QOS: "normal",
+		Count: 1, RawID: "42", Submit: time.Date(2026, 11, 21, 12, 9, 43, 0, time.UTC), Start: time.Date(2026, 11, 21, 12, 9, 44, 0, time.UTC),
+		Allocated: true, CPUs: 4, MemoryBytes: 2 << 30, GPUs: 4}
 	if len(jobs) != 1 || jobs[0] != want {
 		t.Errorf("got %+v, want %+v", jobs, want)
 	}
@@ -127,7 +144,7 @@ func TestParseSqueueJSONNewerShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Job{ID: "5", State: "RUNNING", Reason: "None", Partition: "p", User: "u", Account: "a", Count: 1,
-		CPUs: 8, MemoryBytes: 16 << 30, GPUs: 4}
+		RawID: "5", Allocated: true, CPUs: 8, MemoryBytes: 16 << 30, GPUs: 4}
 	if len(jobs) != 1 || jobs[0] != want {
 		t.Errorf("got %+v, want %+v", jobs, want)
 	}
@@ -138,12 +155,14 @@ func TestParseSqueueJSONNewerShapes(t *testing.T) {
 }
 
 func TestParseNodesJSONAndTextAgree(t *testing.T) {
-	for _, when := range []string{"running", "after"} {
-		fromJSON, err := ParseSinfoJSON(openFixture(t, "sinfo-"+when+".json"))
+	// 22.05's "nodes" list and 24.11's "sinfo" records against scontrol.
+	for _, when := range []string{"running", "after", "busy", "../24.11/running", "../24.11/after", "../26.05/running", "../26.05/after"} {
+		dir, w := filepath.Split(when)
+		fromJSON, err := ParseSinfoJSON(openFixture(t, dir+"sinfo-"+w+".json"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		fromText, err := ParseScontrolNodes(openFixture(t, "scontrol-show-node-o-"+when+".txt"))
+		fromText, err := ParseScontrolNodes(openFixture(t, dir+"scontrol-show-node-o-"+w+".txt"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +173,7 @@ func TestParseNodesJSONAndTextAgree(t *testing.T) {
 	nodes, _ := ParseSinfoJSON(openFixture(t, "sinfo-running.json"))
 	want := Node{Name: "vm", State: "allocated", Partitions: []string{"debug", "batch"}, CPUs: 2, AllocCPUs: 2, Available: true,
 		RealMemoryBytes: 20489 << 20, AllocMemoryBytes: 856 << 20, FreeMemoryBytes: 22372 << 20, FreeMemoryKnown: true,
-		GPUs: 2, AllocGPUs: 1}
+		GPUs: 2, AllocGPUs: 1, CPULoad: 1.94, CPULoadKnown: true, Weight: 1}
 	if len(nodes) != 1 || !reflect.DeepEqual(nodes[0], want) {
 		t.Errorf("running node %+v, want %+v", nodes, want)
 	}

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Job is one squeue record. A pending job array that Slurm has not split
@@ -13,11 +15,26 @@ import (
 type Job struct {
 	ID        string
 	State     string // upper case base state: PENDING, RUNNING, ...
-	Reason    string
+	Reason    string // Slurm's reason code (see PendingReason)
 	Partition string
 	User      string
 	Account   string
+	QOS       string
 	Count     int
+
+	// RawID is the job's own id; ArrayJobID and ArrayTask are set for the
+	// tasks of an array (ArrayTask is a range such as "2-3" on a record
+	// standing for several unsplit tasks).
+	RawID      string
+	ArrayJobID string
+	ArrayTask  string
+
+	// Submit and Start are zero when Slurm gives none (a pending job's
+	// Start is only the scheduler's forecast).
+	Submit, Start time.Time
+	// Allocated: the job has or had resources (not a job cancelled while
+	// pending, which Slurm gives a start time all the same).
+	Allocated bool
 
 	CPUs        float64
 	MemoryBytes float64
@@ -40,19 +57,34 @@ func (j Job) InQueue() bool { return !terminal[j.State] }
 // state filters in 22.05, so ended jobs are filtered by InQueue instead.
 var SqueueJSONArgs = []string{"--json", "--all"}
 
-// squeueTextFormat is the -o format of the text form: | separated, one
-// line per array task (-r). It is the format of the 22.05 captures. %j, the
-// job name, is the one field users type freely: a | in it shows up as extra
-// fields, which are joined back into the name.
-const squeueTextFormat = "%i|%A|%F|%K|%j|%T|%r|%P|%u|%U|%a|%q|%C|%D|%m|%b|%l|%M|%L|%V|%S|%e|%N|%Q"
+// squeueTextFields are the -O fields of the text form, one line per array
+// task (-r), each field unpadded (":0") and closed by "|". -O rather than
+// -o because only -O has tres-alloc: the allocated TRES of a running job
+// and the requested TRES, Slurm's defaults applied, of a pending one (-o's
+// %m prints 0 for a job without --mem). The name, the one field users type
+// freely, comes last: a | in it stays in the last field.
+var squeueTextFields = [...]string{"JobArrayID", "JobID", "ArrayJobID", "ArrayTaskID", "State", "Reason",
+	"Partition", "UserName", "UserID", "Account", "QOS", "NumCPUs", "NumNodes", "tres-per-node", "tres-alloc",
+	"SubmitTime", "StartTime", "Name"}
 
+// Positions in squeueTextFields.
 const (
-	squeueTextFields = 24
-	sqName           = 4
+	sqID, sqRawID, sqArrayJob, sqArrayTask, sqState, sqReason = 0, 1, 2, 3, 4, 5
+	sqPartition, sqUser, sqUID, sqAccount, sqQOS, sqCPUs      = 6, 7, 8, 9, 10, 11
+	sqNodes, sqTresPerNode, sqTres, sqSubmit, sqStart         = 12, 13, 14, 15, 16
 )
 
 // SqueueTextArgs are the arguments for the text form.
-var SqueueTextArgs = []string{"-h", "-a", "-r", "-o", squeueTextFormat}
+var SqueueTextArgs = []string{"-h", "-a", "-r", "-O", squeueTextFormat()}
+
+func squeueTextFormat() string {
+	f := make([]string, len(squeueTextFields))
+	for i, name := range squeueTextFields {
+		f[i] = name + ":0|"
+	}
+	f[len(f)-1] = squeueTextFields[len(f)-1] + ":0"
+	return strings.Join(f, ",")
+}
 
 type squeueJSON struct {
 	Errors slurmErrors `json:"errors"`
@@ -64,14 +96,20 @@ type squeueJSON struct {
 		UserName        string      `json:"user_name"`
 		UserID          flexNum     `json:"user_id"`
 		Account         string      `json:"account"`
+		QOS             string      `json:"qos"`
 		CPUs            flexNum     `json:"cpus"`
 		NodeCount       flexNum     `json:"node_count"`
+		Nodes           string      `json:"nodes"`
 		TresAlloc       string      `json:"tres_alloc_str"`
 		TresReq         string      `json:"tres_req_str"`
 		TresPerNode     string      `json:"tres_per_node"`
 		MemPerNode      flexNum     `json:"memory_per_node"`
 		MemPerCPU       flexNum     `json:"memory_per_cpu"`
+		ArrayJobID      flexNum     `json:"array_job_id"`
+		ArrayTaskID     flexNum     `json:"array_task_id"`
 		ArrayTaskString string      `json:"array_task_string"`
+		Submit          flexNum     `json:"submit_time"`
+		Start           flexNum     `json:"start_time"`
 	} `json:"jobs"`
 }
 
@@ -85,18 +123,32 @@ func ParseSqueueJSON(r io.Reader) ([]Job, error) {
 	for _, x := range in.Jobs {
 		j := Job{
 			ID:        strconv.FormatFloat(x.JobID.V, 'f', -1, 64),
-			Reason:    x.Reason,
+			Reason:    PendingReason(x.Reason),
 			Partition: Clean(x.Partition),
 			User:      Clean(x.UserName),
 			Account:   Clean(x.Account),
+			QOS:       Clean(x.QOS),
 			Count:     1,
 			CPUs:      x.CPUs.V,
+			Submit:    epoch(x.Submit),
+			Start:     epoch(x.Start),
+			Allocated: x.TresAlloc != "" || x.Nodes != "",
 		}
+		j.RawID = j.ID
 		if len(x.State) > 0 {
 			j.State = strings.ToUpper(x.State[0])
 		}
 		if j.User == "" && x.UserID.Set {
 			j.User = strconv.FormatFloat(x.UserID.V, 'f', -1, 64)
+		}
+		if x.ArrayJobID.Set && x.ArrayJobID.V > 0 {
+			j.ArrayJobID = strconv.FormatFloat(x.ArrayJobID.V, 'f', -1, 64)
+			switch {
+			case x.ArrayTaskString != "":
+				j.ArrayTask = x.ArrayTaskString
+			case x.ArrayTaskID.Set:
+				j.ArrayTask = strconv.FormatFloat(x.ArrayTaskID.V, 'f', -1, 64)
+			}
 		}
 		if j.State == "PENDING" && x.ArrayTaskString != "" {
 			j.Count = ArrayTaskCount(x.ArrayTaskString)
@@ -106,17 +158,8 @@ func ParseSqueueJSON(r io.Reader) ([]Job, error) {
 		if tresStr == "" {
 			tresStr = x.TresReq
 		}
-		nodes := x.NodeCount.V
-		if nodes < 1 {
-			nodes = 1
-		}
-		if tres, err := ParseTRES(tresStr); err == nil && tresStr != "" {
-			j.MemoryBytes = tres.MemoryBytes
-			j.GPUs = tres.GPUs
-			if j.CPUs == 0 {
-				j.CPUs = tres.CPUs
-			}
-		} else {
+		if !j.applyTRES(tresStr) {
+			nodes := max(x.NodeCount.V, 1)
 			switch {
 			case x.MemPerNode.Set:
 				j.MemoryBytes = x.MemPerNode.V * nodes * (1 << 20)
@@ -130,13 +173,38 @@ func ParseSqueueJSON(r io.Reader) ([]Job, error) {
 	return jobs, nil
 }
 
-// ParseSqueueText reads the output of squeue with SqueueTextArgs. Memory is
-// the requested minimum per node (%m) times the nodes, and GPUs the
-// per-node GPU request (%b) times the nodes: the text form has no TRES.
-func ParseSqueueText(r io.Reader) ([]Job, error) {
+// applyTRES takes memory, GPUs (and CPUs where squeue gave none) from a
+// TRES string; false when there is none to read.
+func (j *Job) applyTRES(s string) bool {
+	tres, err := ParseTRES(s)
+	if err != nil || s == "" {
+		return false
+	}
+	j.MemoryBytes, j.GPUs = tres.MemoryBytes, tres.GPUs
+	if j.CPUs == 0 {
+		j.CPUs = tres.CPUs
+	}
+	return true
+}
+
+// epoch reads a JSON time; 0 and unset are "none".
+func epoch(f flexNum) time.Time {
+	if !f.Set || f.V <= 0 || f.V >= 1<<40 {
+		return time.Time{}
+	}
+	return time.Unix(int64(f.V), 0)
+}
+
+// ParseSqueueText reads the output of squeue with SqueueTextArgs, its
+// times in the local zone.
+func ParseSqueueText(r io.Reader) ([]Job, error) { return ParseSqueueTextIn(r, time.Local) }
+
+// ParseSqueueTextIn is ParseSqueueText with the zone squeue printed in.
+func ParseSqueueTextIn(r io.Reader, loc *time.Location) ([]Job, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	var jobs []Job
+	var f [len(squeueTextFields)]string
 	line := 0
 	for sc.Scan() {
 		line++
@@ -144,40 +212,108 @@ func ParseSqueueText(r io.Reader) ([]Job, error) {
 		if strings.TrimSpace(text) == "" {
 			continue
 		}
-		f := strings.Split(text, "|")
-		if len(f) < squeueTextFields {
-			return nil, fmt.Errorf("squeue line %d: %d fields, want %d", line, len(f), squeueTextFields)
+		if n := splitFields(text, f[:]); n < len(f) {
+			return nil, fmt.Errorf("squeue line %d: %d fields, want %d", line, n, len(f))
 		}
-		if extra := len(f) - squeueTextFields; extra > 0 {
-			name := strings.Join(f[sqName:sqName+extra+1], "|")
-			f = append(append(f[:sqName:sqName], name), f[sqName+extra+1:]...)
-		}
-		// %i|%A|%F|%K|%j|%T|%r|%P|%u|%U|%a|%q|%C|%D|%m|%b|...
 		j := Job{
-			ID: f[0], State: strings.ToUpper(f[5]), Reason: f[6], Partition: Clean(f[7]),
-			User: Clean(f[8]), Account: Clean(f[10]), Count: 1,
+			ID: f[sqID], RawID: f[sqRawID], State: strings.ToUpper(f[sqState]), Reason: PendingReason(f[sqReason]),
+			Partition: Clean(f[sqPartition]), User: Clean(f[sqUser]), Account: Clean(f[sqAccount]),
+			QOS: Clean(f[sqQOS]), Count: 1,
 		}
 		if j.User == "" {
-			j.User = f[9]
+			j.User = f[sqUID]
 		}
-		cpus, nodesS, mem, gres := f[12], f[13], f[14], f[15]
+		if f[sqArrayTask] != "N/A" && f[sqArrayTask] != "" {
+			j.ArrayJobID, j.ArrayTask = f[sqArrayJob], f[sqArrayTask]
+		}
+		// squeue lists no ended jobs without -t: every job past pending
+		// has resources.
+		j.Allocated = j.State != "PENDING"
 		var err error
-		if j.CPUs, err = strconv.ParseFloat(cpus, 64); err != nil {
-			return nil, fmt.Errorf("squeue line %d: cpus %q: %w", line, cpus, err)
+		if j.CPUs, err = strconv.ParseFloat(f[sqCPUs], 64); err != nil {
+			return nil, fmt.Errorf("squeue line %d: cpus %q: %w", line, f[sqCPUs], err)
 		}
-		nodes, err := strconv.ParseFloat(nodesS, 64)
-		if err != nil || nodes < 1 {
-			nodes = 1
+		if j.Submit, err = squeueTime(f[sqSubmit], loc); err != nil {
+			return nil, fmt.Errorf("squeue line %d: submit time: %w", line, err)
 		}
-		if mem != "" && mem != "N/A" {
-			if m, err := ParseMemory(mem); err == nil {
-				j.MemoryBytes = m * nodes
+		if j.Start, err = squeueTime(f[sqStart], loc); err != nil {
+			return nil, fmt.Errorf("squeue line %d: start time: %w", line, err)
+		}
+		if !j.applyTRES(f[sqTres]) {
+			nodes, err := strconv.ParseFloat(f[sqNodes], 64)
+			if err != nil || nodes < 1 {
+				nodes = 1
+			}
+			if g := f[sqTresPerNode]; g != "N/A" {
+				j.GPUs = GresGPUs(g) * nodes
 			}
 		}
-		if gres != "N/A" {
-			j.GPUs = GresGPUs(gres) * nodes
+		if len(jobs) == cap(jobs) {
+			// Double: append grows a large slice by a quarter, copying a
+			// 50,000-job queue five times over.
+			jobs = slices.Grow(jobs, max(len(jobs), 64))
 		}
 		jobs = append(jobs, j)
 	}
 	return jobs, sc.Err()
+}
+
+// splitFields splits s at '|' into dst, the last field taking the rest of
+// the line (the job name, which may hold '|'), and returns how many fields
+// it found.
+func splitFields(s string, dst []string) int {
+	n := 0
+	for n < len(dst)-1 {
+		i := strings.IndexByte(s, '|')
+		if i < 0 {
+			break
+		}
+		dst[n], s = s[:i], s[i+1:]
+		n++
+	}
+	dst[n] = s
+	return n + 1
+}
+
+// squeueTime reads a time squeue printed; N/A, Unknown and None are none.
+func squeueTime(s string, loc *time.Location) (time.Time, error) {
+	switch s {
+	case "", "N/A", "Unknown", "None":
+		return time.Time{}, nil
+	}
+	if t, ok := parseStamp(s, loc); ok {
+		return t, nil
+	}
+	return time.ParseInLocation(sacctTime, s, loc)
+}
+
+// parseStamp reads "2006-01-02T15:04:05" without time.Parse's generality:
+// a queue has two of them per job. ok is false for anything else (the
+// caller then lets time.Parse say what is wrong).
+func parseStamp(s string, loc *time.Location) (time.Time, bool) {
+	if len(s) != 19 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
+		return time.Time{}, false
+	}
+	num := func(i, n int) (int, bool) {
+		v := 0
+		for _, c := range []byte(s[i : i+n]) {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v, true
+	}
+	var v [6]int
+	for k, p := range [6][2]int{{0, 4}, {5, 2}, {8, 2}, {11, 2}, {14, 2}, {17, 2}} {
+		x, ok := num(p[0], p[1])
+		if !ok {
+			return time.Time{}, false
+		}
+		v[k] = x
+	}
+	if v[1] < 1 || v[1] > 12 || v[2] < 1 || v[2] > 31 || v[3] > 23 || v[4] > 59 || v[5] > 60 {
+		return time.Time{}, false
+	}
+	return time.Date(v[0], time.Month(v[1]), v[2], v[3], v[4], v[5], 0, loc), true
 }

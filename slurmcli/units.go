@@ -137,39 +137,44 @@ func GresGPUs(s string) float64 {
 // count). It returns 1 for an empty or unreadable string: the record is at
 // least one job.
 func ArrayTaskCount(s string) int {
+	total := 0
+	if !forEachTaskRange(s, func(lo, hi, step int) { total += (hi-lo)/step + 1 }) || total < 1 {
+		return 1
+	}
+	return total
+}
+
+// forEachTaskRange calls f for each part of an array task string, as
+// lo, hi and step ("7" is 7, 7, 1); false when the string is empty or
+// unreadable (f may have been called for the parts before the bad one).
+func forEachTaskRange(s string, f func(lo, hi, step int)) bool {
 	s, _, _ = strings.Cut(s, "%")
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return 1
+		return false
 	}
-	total := 0
 	for _, part := range strings.Split(s, ",") {
 		rng, stepStr, hasStep := strings.Cut(part, ":")
 		step := 1
 		if hasStep {
 			v, err := strconv.Atoi(stepStr)
 			if err != nil || v <= 0 {
-				return 1
+				return false
 			}
 			step = v
 		}
 		lo, hi, isRange := strings.Cut(rng, "-")
 		a, err := strconv.Atoi(lo)
 		if err != nil || a < 0 {
-			return 1
+			return false
 		}
-		if !isRange {
-			total++
-			continue
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return false
+			}
 		}
-		b, err := strconv.Atoi(hi)
-		if err != nil || b < a {
-			return 1
-		}
-		total += (b-a)/step + 1
+		f(a, b, step)
 	}
-	if total < 1 {
-		return 1
-	}
-	return total
+	return true
 }

@@ -7,9 +7,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jobscope/jobscope/internal/benchproc"
 	"github.com/jobscope/jobscope/internal/fixturegen"
 )
 
@@ -49,7 +47,7 @@ func measure(bin string, n, scrapes int, extra []string) error {
 	if err := fixturegen.V2Node(root, n); err != nil {
 		return err
 	}
-	addr, err := freeAddr()
+	addr, err := benchproc.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -83,52 +81,14 @@ func measure(bin string, n, scrapes int, extra []string) error {
 		ds = append(ds, time.Since(start))
 	}
 	sort.Slice(ds, func(a, b int) bool { return ds[a] < ds[b] })
-	rss, hwm, anon := memory(cmd.Process.Pid)
+	rss, hwm, anon := benchproc.Memory(cmd.Process.Pid)
 	fmt.Printf("%-6d %12.2f %12.2f %12d %10.1f %10.1f %10.1f\n", n, ms(ds[len(ds)/2]), ms(ds[len(ds)*9/10]), size, rss, hwm, anon)
 	return nil
 }
 
 func scrape(url string) (int, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		return 0, fmt.Errorf("status %d", resp.StatusCode)
-	}
+	b, err := benchproc.Scrape(url)
 	return len(b), err
-}
-
-// memory reads VmRSS and VmHWM, and RssAnon: the part of RSS that is not
-// the mapped executable and libraries.
-func memory(pid int) (rss, hwm, anon float64) {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) >= 2 {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			switch f[0] {
-			case "VmRSS:":
-				rss = kb / 1024
-			case "VmHWM:":
-				hwm = kb / 1024
-			case "RssAnon:":
-				anon = kb / 1024
-			}
-		}
-	}
-	return
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

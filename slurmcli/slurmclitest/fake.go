@@ -57,26 +57,40 @@ func (b *Bin) Script(name, body string) {
 }
 
 // Fixtures makes squeue, sinfo, scontrol, sshare and sdiag print the
-// captures named <command>-...-<when> in dir (testdata/slurm/22.05);
-// squeue answers --json with JSON, anything else with text. sacct is left
-// to Sacct: its queries reach slurmdbd, so tests opt in.
+// captures named <command>-...-<when> in dir (testdata/slurm/<version>):
+// squeue answers --json with JSON and anything else with its -O text;
+// scontrol answers show reservation and show licenses (text, or JSON with
+// --json) and else show node -o. Where a version has no --json, the
+// capture is what it said instead (<file>.json.stderr, exit status 1); a
+// capture that does not exist makes the command fail. sacct is left to Sacct: its queries reach slurmdbd, so
+// tests opt in.
 func (b *Bin) Fixtures(dir, when string) {
 	b.t.Helper()
 	f := b.quoted(dir)
-	b.Script("squeue", `case "$1" in --json) exec cat `+f("squeue-"+when+".json")+`;; *) exec cat `+f("squeue-r-"+when+".txt")+`;; esac`)
+	b.Script("squeue", `case "$1" in --json) exec cat `+f("squeue-"+when+".json")+`;; *) exec cat `+f("squeue-O-"+when+".txt")+`;; esac`)
 	b.Script("sinfo", "exec cat "+f("sinfo-"+when+".json"))
-	b.Script("scontrol", "exec cat "+f("scontrol-show-node-o-"+when+".txt"))
+	b.Script("scontrol", `json() { [ -e "$1.stderr" ] && [ ! -e "$1" ] && { cat "$1.stderr" >&2; exit 1; }; exec cat "$1"; }
+case "$*" in
+*reservation*--json*) json `+f("scontrol-show-res-"+when+".json")+`;;
+*reservation*) exec cat `+f("scontrol-show-res-"+when+".txt")+`;;
+*licenses*--json*) json `+f("scontrol-show-lic-"+when+".json")+`;;
+*licenses*) exec cat `+f("scontrol-show-lic-"+when+".txt")+`;;
+*) exec cat `+f("scontrol-show-node-o-"+when+".txt")+`;;
+esac`)
 	b.Script("sshare", "exec cat "+f("sshare-"+when+".txt"))
 	b.Script("sdiag", "exec cat "+f("sdiag-"+when+".txt"))
 }
 
-// Sacct makes sacct print dir's sacct -X capture cut to the columns
-// jobscope asks for, with the header sacct prints without -n. It ignores
-// -S/-E: the counter filters.
+// Sacct makes sacct print dir's sacct -X capture. A capture with its
+// header line is printed as it is; the 22.05 captures (taken with -n and
+// a long --format) are cut to the columns jobscope asks for, under the
+// header sacct prints without -n. It ignores -S/-E: the counter filters.
 func (b *Bin) Sacct(dir, when string) {
 	b.t.Helper()
-	b.Script("sacct", "echo 'JobIDRaw|State|Partition|Account|End'\nexec awk -F'|' -v OFS='|' '{print $2,$10,$8,$7,$15}' "+
-		b.quoted(dir)("sacct-X-"+when+".txt"))
+	file := b.quoted(dir)("sacct-X-" + when + ".txt")
+	b.Script("sacct", "if head -1 "+file+" | grep -q '^JobID'; then exec cat "+file+"; fi\n"+
+		"echo 'JobID|JobIDRaw|State|Partition|Account|Submit|End'\n"+
+		"exec awk -F'|' -v OFS='|' '{print $1,$2,$10,$8,$7,$13,$15}' "+file)
 }
 
 // quoted returns a function naming a file of dir as an absolute,

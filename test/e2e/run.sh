@@ -55,9 +55,12 @@ has_flag() { grep -qE -- "^ +--$1( |$)" <<<"$HELP"; }
 has_collector() { has_flag "collector.$1"; }
 # Collectors on by default in a mode, as --help says ("default on in: node mode").
 mode_collectors() {
-	grep -E -- '^ +--collector\.[a-z0-9_]+ ' <<<"$HELP" | grep -F "$1 mode" |
+	grep -E -- '^ +--collector\.[a-z0-9_]+ ' <<<"$HELP" | grep -E "on by default in ([a-z]+, )*$1 mode" |
 		sed -E 's/^ +--collector\.([a-z0-9_]+) .*/\1/'
 }
+
+# shellcheck source=test/e2e/controller.sh
+. "$ROOT/test/e2e/controller.sh"
 
 # --- teardown -------------------------------------------------------------------
 
@@ -88,7 +91,7 @@ slurm_tree_pids() {
 teardown() {
 	local i p
 	log "teardown"
-	for p in jobscope-cap jobscope-node jobscope-ctl jobscope-broken prometheus; do kill_pidfile "$WORK/run/$p.pid" 5; done
+	for p in jobscope-cap jobscope-node jobscope-ctl jobscope-ctltext jobscope-broken prometheus; do kill_pidfile "$WORK/run/$p.pid" 5; done
 	# Jobs first, so the epilog runs and slurmstepd leaves before slurmd goes.
 	if [ -f "$WORK/run/slurmctld.pid" ] && command -v scancel >/dev/null; then
 		timeout 10 scancel --quiet --full --user=alice 2>/dev/null
@@ -370,6 +373,7 @@ start_jobscope() {
 			>"$WORK/log/jobscope-ctl.log" 2>&1 </dev/null &
 		echo $! >"$WORK/run/jobscope-ctl.pid"
 		need 30 "jobscope controller /metrics" curl -fsS -o /dev/null "http://127.0.0.1:$PORT_CTL/metrics"
+		ctl_text_start
 	fi
 	has_flag slurm.node-metadata.squeue && start_broken
 }
@@ -633,6 +637,8 @@ if [ -n "${CTL_COLLECTORS:-}" ]; then
 	check_eq "controller: no (null) label value" 0 "$(grep -c '="(null)"' "$C")"
 	check_eq "controller: jobscope_slurm_up all 1" "" "$(grep -E '^jobscope_slurm_up\{' "$C" | awk '$NF!=1' | head -3 | tr '\n' ' ')"
 	check_eq "promtool check metrics (controller)" "" "$(promtool check metrics <"$C" 2>&1 | head -3 | tr '\n' ' ')"
+	ctl_depth
+	check_eq "promtool check metrics (controller, text form)" "" "$(promtool check metrics <"$WORK/metrics/ctl-text.txt" 2>&1 | head -3 | tr '\n' ' ')"
 else
 	skip "controller mode" "no controller-mode collectors in this build's --help"
 fi
@@ -792,7 +798,7 @@ report_e2e
 
 # --- teardown checks --------------------------------------------------------------------------------------------
 
-for p in jobscope-node jobscope-ctl jobscope-broken prometheus; do kill_pidfile "$WORK/run/$p.pid" 5; done
+for p in jobscope-node jobscope-ctl jobscope-ctltext jobscope-broken prometheus; do kill_pidfile "$WORK/run/$p.pid" 5; done
 scancel --quiet --full --user=alice 2>/dev/null
 scancel --quiet --full --user=bob 2>/dev/null
 wait_for 30 "jobs gone" sh -c "[ -z \"\$(squeue -h -o %i)\" ]"
@@ -811,7 +817,7 @@ fi
 print_table
 if [ "$FAILS" -gt 0 ]; then
 	log "FAILED ($FAILS); logs in $WORK/log"
-	for f in jobscope-node jobscope-ctl jobscope-cap jobscope-broken; do
+	for f in jobscope-node jobscope-ctl jobscope-ctltext jobscope-cap jobscope-broken; do
 		[ -s "$WORK/log/$f.log" ] && { echo "--- $f.log (last 15 lines)"; tail -15 "$WORK/log/$f.log"; }
 	done
 	exit 1

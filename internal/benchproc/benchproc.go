@@ -1,0 +1,59 @@
+// Package benchproc holds what the benchmark commands that run the real
+// binary share: a free listen address, one scrape over HTTP, and the
+// process's resident memory.
+package benchproc
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// FreeAddr returns a 127.0.0.1 address nothing listens on.
+func FreeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// Scrape gets url and returns the body; a status other than 200 is an error.
+func Scrape(url string) ([]byte, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return nil, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return b, err
+}
+
+// Memory reads a process's VmRSS and VmHWM, and RssAnon: the part of RSS
+// that is not the mapped executable and libraries, in MiB.
+func Memory(pid int) (rss, hwm, anon float64) {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 2 {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			switch f[0] {
+			case "VmRSS:":
+				rss = kb / 1024
+			case "VmHWM:":
+				hwm = kb / 1024
+			case "RssAnon:":
+				anon = kb / 1024
+			}
+		}
+	}
+	return
+}
