@@ -1,20 +1,13 @@
 #!/usr/bin/env bash
-<<<<<<< HEAD
 # What the tests need from Debian: promtool (prometheus), chromium (the job
-# report's HTML page is opened in a real headless browser), and for the
-# eBPF tests and `make generate`: clang, llvm, bpftool, libbpf-dev, linux-perf.
-set -euo pipefail
-pkgs=(prometheus chromium clang llvm bpftool libbpf-dev linux-perf)
-=======
-# What the tests need from Debian: promtool (prometheus), and for the eBPF
+# report's HTML page is opened in a real headless browser), and for the eBPF
 # tests and `make generate`: clang, llvm, bpftool, libbpf-dev, linux-perf;
 # groff-base checks the man page. `make package`: the arm64 C cross compiler
 # (cgo, so GPU support) and binutils; `make package-test`: Debian's rpm,
 # debootstrap, qemu-user (runs the arm64 binaries), systemd-container.
 set -euo pipefail
-pkgs=(prometheus clang llvm bpftool libbpf-dev linux-perf groff-base
+pkgs=(prometheus chromium clang llvm bpftool libbpf-dev linux-perf groff-base
 	binutils gcc-aarch64-linux-gnu libc6-dev-arm64-cross rpm debootstrap qemu-user curl systemd-container)
->>>>>>> main
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
