@@ -72,14 +72,22 @@ cleanup() {
 		for ((i = 0; i < 50; i++)); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$p" 2>/dev/null
 	done
-	rm -rf "$WORK"/*/payload.img "$WORK"/*/payload
+	rm -rf "$WORK"/*/payload.img "$WORK"/*/payload "$WORK"/*/ttyS1.sock
+}
+# left_behind: what a run must not leave: a qemu process of ours, a payload
+# disk, an image build directory (image.sh removes its own on exit).
+left_behind() {
+	local p f
+	for p in "${QEMU_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && printf 'qemu pid %s ' "$p"; done
+	for f in "$WORK"/*/payload.img "${JOBSCOPE_VM_CACHE:-/var/cache/jobscope-vm}"/.build-*; do
+		[ -e "$f" ] && printf '%s ' "$f"
+	done
 }
 on_exit() {
-	local rc=$?
+	local rc=$? left
 	cleanup
-	local left
-	left=$(for p in "${QEMU_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && echo "$p"; done)
-	[ -n "$left" ] && log "WARNING: qemu still running: $left"
+	left=$(left_behind)
+	[ -n "$left" ] && log "WARNING: left behind: $left"
 	exit "$rc"
 }
 trap on_exit EXIT
@@ -174,6 +182,15 @@ main() {
 			printf '\n=== VM %s (%s): %s s, no table (see %s) ===\n' "$v" "$(vm_suite "$v")" "${TOOK[$v]}" "$WORK/$v"
 		fi
 	done
+	cleanup
+	local left
+	left=$(left_behind)
+	if [ -n "$left" ]; then
+		log "FAIL: left behind: $left"
+		FAIL=1
+	else
+		log "left behind: nothing (no qemu process, payload disk or image build of this run)"
+	fi
 	log "total $(($(date +%s) - T0)) s"
 	return $FAIL
 }

@@ -20,6 +20,10 @@ check_node_unit() {
 	local pid unit=$SRC/contrib/systemd/jobscope.service score
 	check_eq "node unit: active" active "$(systemctl is-active jobscope)"
 	check_eq "node unit: User" jobscope "$(systemctl show -P User jobscope)"
+	check_eq "node unit: systemctl show AmbientCapabilities" "$(unit_caps "$unit" AmbientCapabilities)" \
+		"$(systemctl show -P AmbientCapabilities jobscope | tr ' ' '\n' | grep . | sort | paste -sd' ' -)"
+	check_eq "node unit: systemctl show CapabilityBoundingSet" "$(unit_caps "$unit" CapabilityBoundingSet)" \
+		"$(systemctl show -P CapabilityBoundingSet jobscope | tr ' ' '\n' | grep . | sort | paste -sd' ' -)"
 	pid=$(systemctl show -P MainPID jobscope)
 	check_eq "node unit: process uid == jobscope" "$(id -u jobscope)" "$(awk '/^Uid:/{print $2}' "/proc/$pid/status")"
 	check_eq "node unit: effective capabilities == AmbientCapabilities" "$(unit_caps "$unit" AmbientCapabilities)" \
