@@ -115,6 +115,23 @@ payload() {
 	chmod 755 "$dir/entry"
 }
 
+# kernel_crash NAME DIR: a guest kernel that died (Oops, BUG, panic) is a
+# result, not a flaky boot: say where it died, in the log and as the VM's
+# table row (the guest never wrote its own table).
+kernel_crash() {
+	local name=$1 dir=$2 what
+	grep -aqE 'Kernel panic|Oops: |BUG: ' "$dir/serial.log" || return 0
+	what="$(grep -a -m1 -oE '(BUG|Oops): .*' "$dir/serial.log"); $(grep -a -m1 -oE 'RIP: 0010:[^ ]+' "$dir/serial.log"); $(grep -a -m1 -oE 'bpf_prog_[0-9a-f]+_[a-z_]+' "$dir/serial.log")"
+	log "VM $name: KERNEL CRASH: $what (serial log $dir/serial.log)"
+	mkdir -p "$dir/out"
+	(
+		ROWS=() FAILS=0
+		. "$ROOT/test/lib/assert.sh"
+		row "guest kernel stayed up (serial log)" "no Oops, BUG or panic" "$what" FAIL
+		print_table
+	) >>"$dir/out/table.txt"
+}
+
 # boot NAME ENTRY: boot VM NAME with the payload running guest/ENTRY; its
 # out/ directory lands in $WORK/NAME/out. Retries a boot that never reached
 # userspace (about one boot in six panics early under TCG).
@@ -153,6 +170,7 @@ boot() {
 	debugfs -R "rdump /out $dir" "$dir/payload.img" >/dev/null 2>&1
 	rm -f "$dir/payload.img"
 	rm -rf "$dir/payload"
+	kernel_crash "$name" "$dir"
 	rc=$(grep -a -o 'VMTEST-END rc=[0-9]*' "$dir/serial.log" | tail -1 | cut -d= -f2)
 	log "VM $name: done in $(($(date +%s) - t)) s, guest rc=${rc:-none}"
 	[ -n "$rc" ] || return 1

@@ -224,7 +224,7 @@ EOF
 exec perl -e '$x = ""; vec($x, 300*1024*1024 - 1, 8) = 1'
 EOF
 	# Network: NET_MB MiB through a TCP connection on loopback, both ends in
-	# the job, so its ingress and egress each see them.
+	# the job, so its ingress and egress each see them; then 200 short ones.
 	cat >/var/tmp/jobs/net.sh <<'EOF'
 #!/bin/sh
 exec perl -e '
@@ -241,6 +241,15 @@ if (fork() == 0) {
 my $s = $l->accept or die "accept: $!";
 my ($n, $got) = (0, 0);
 while (($n = sysread($s, my $b, 65536)) > 0) { $got += $n; }
+wait;
+# Short connections the server closes first, as slurmctld does: each
+# ends with an ACK from a TIME_WAIT socket through the kernel control
+# socket, the path that once crashed a 6.1 kernel in the egress program.
+if (fork() == 0) {
+	for (1 .. 200) { my $c = IO::Socket::INET->new(PeerAddr => "127.0.0.1", PeerPort => $port, Proto => "tcp") or next; my $x = <$c>; close $c; }
+	exit 0;
+}
+for (1 .. 200) { my $a = $l->accept or last; print $a "bye\n"; close $a; }
 wait;
 $| = 1; print "received $got\n";
 sleep 900;'
