@@ -4,6 +4,7 @@
 #   make e2e    real Slurm + real Prometheus end-to-end test (root; installs what it needs)
 #   make vm-e2e jobscope as a systemd service in Debian 12, 13 and forky VMs (root; qemu)
 #   make bench  scrape benchmarks on generated 128/512-job trees
+#   make lint   golangci-lint with the repository's .golangci.yml
 #   make kernel-matrix  load and check the BPF programs on Debian's kernels 5.10-7.2 under qemu
 
 GO        ?= go
@@ -15,12 +16,15 @@ REVISION  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.revision=$(REVISION)
 DEMO_ADDR ?= 127.0.0.1:10817
 BIN       := bin/jobscope
+# Pinned; go run fetches it through the module proxy like any dependency
+# (the first run builds it, later ones use the build cache).
+GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 # go-nvml v0.13.4 wraps NVML functions that CUDA 13 deprecates: the warnings
 # say nothing about jobscope, so they are kept out of every build's output.
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all build build-static demo test test-deps e2e vm-e2e bench bench-controller bench-bpf kernel-matrix generate docs fmt vet clean gpu-bundle \
+.PHONY: all build build-static demo test test-deps e2e vm-e2e bench bench-controller bench-bpf kernel-matrix generate docs fmt vet lint clean gpu-bundle \
 	package package-deps package-test package-test-deps
 
 all: build
@@ -96,7 +100,7 @@ vm-e2e: build
 # binary over HTTP: all default node collectors but ebpf, and the cgroup
 # collector alone.
 bench: build
-	$(GO) test -run '^$$' -bench 'Scrape' -benchmem -count 5 ./collector/ | tee bench.out
+	$(GO) test -run '^$$' -bench 'Scrape' -benchmem -count 5 ./collector/cgroup/ ./collector/process/ | tee bench.out
 	$(GO) run ./internal/benchrss -jobs 128,512
 	$(GO) run ./internal/benchrss -jobs 128,512 -flags "--collector.process=false --collector.gpu=false --collector.power=false"
 
@@ -105,7 +109,7 @@ bench: build
 # emitted in process (allocations), then by the real binary over HTTP (time
 # per job, series, resident memory), in JSON and in text.
 bench-controller: build
-	TZ=UTC $(GO) test -run '^$$' -bench 'SlurmCluster' -benchmem -benchtime 3x -count 5 ./collector/ | tee bench-controller.out
+	TZ=UTC $(GO) test -run '^$$' -bench 'SlurmCluster' -benchmem -benchtime 3x -count 5 ./collector/cluster/ | tee bench-controller.out
 	$(GO) run ./internal/benchctl | tee -a bench-controller.out
 
 # ns per sched_switch event (kernel BPF stats) against an empty program, and
@@ -135,13 +139,16 @@ generate:
 	$(GO) generate ./...
 
 docs:
-	$(GO) test ./collector/ -run TestMetricsDoc -update
+	$(GO) test ./collector/registry/ -run TestMetricsDoc -update
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 vet:
 	$(GO) vet ./...
+
+lint:
+	$(GOLANGCI_LINT) run ./...
 
 clean:
 	rm -rf bin bench.out bench-controller.out .gpurun build dist

@@ -346,15 +346,6 @@ func (j *testJob) remove() {
 	j.created = left
 }
 
-func inode(t testing.TB, dir string) uint64 {
-	t.Helper()
-	var st unix.Stat_t
-	if err := unix.Stat(dir, &st); err != nil {
-		t.Fatal(err)
-	}
-	return st.Ino
-}
-
 // pinProcess keeps every thread of the test process on cpu until the test
 // ends (threads made later inherit it), so that the test's own work never
 // preempts a helper pinned to another CPU.

@@ -265,7 +265,12 @@ static __always_inline int count_skb(struct __sk_buff *skb, bool egress)
 	if (!bsk)
 		return 1;
 	struct job_key *k = bpf_sk_storage_get(&sock_job, bsk, 0, 0);
-	if (!k && have_mptcp) {
+	// Only a stream socket can be an MPTCP subflow. The kernel sends ACKs
+	// and RSTs for closed connections from its per-CPU control socket, a
+	// SOCK_RAW socket with protocol TCP: 6.1's bpf_skc_to_mptcp_sock reads
+	// it as a tcp_sock and dereferences garbage (a guest panicked in softirq
+	// on Debian 12's 6.1.0-50), so it is never handed one.
+	if (!k && have_mptcp && bsk->type == SOCK_STREAM) {
 		struct mptcp_sock *msk = bpf_skc_to_mptcp_sock(bsk);
 		if (msk) {
 			k = bpf_sk_storage_get(&sock_job, msk, 0, 0);

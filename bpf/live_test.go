@@ -6,7 +6,10 @@ import (
 	"crypto/rand"
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,14 +47,29 @@ func TestLiveCPUAtEachRead(t *testing.T) {
 	}
 	// A shell loop, not a Go helper: the Go runtime's own threads would wake
 	// on the same CPU and switch the busy thread out every few milliseconds.
+	// The shell is moved into the job while it waits on its stdin, as
+	// slurmstepd moves a task before letting it exec: a process that moves
+	// itself while running has its slice since its last switch-out charged
+	// to the new job, which cpu.stat charges to the old cgroup (docs/ebpf.md).
 	const reads = 5
 	burnFor := time.Duration(reads+2) * time.Second
-	spin := exec.Command("sh", "-c", fmt.Sprintf(`echo $$ > %s/cgroup.procs && exec taskset -c %d timeout %d sh -c 'while :; do :; done'`,
-		job.taskDir[""], cpu, int(burnFor.Seconds())))
+	spin := exec.Command("sh", "-c", fmt.Sprintf(`read go && exec taskset -c %d timeout %d sh -c 'while :; do :; done'`,
+		cpu, int(burnFor.Seconds())))
+	release, err := spin.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := spin.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer spin.Process.Kill()
+	waitSleeping(t, spin.Process.Pid)
+	if err := os.WriteFile(filepath.Join(job.taskDir[""], "cgroup.procs"), []byte(strconv.Itoa(spin.Process.Pid)), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := release.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
 	started := time.Now()
 	time.Sleep(time.Second)
 	worst := 0.0
@@ -169,4 +187,21 @@ func randomSLUID(t testing.TB) string {
 		s = append(s, alphabet[c%32])
 	}
 	return string(s)
+}
+
+// waitSleeping waits until the process blocks (state S in /proc/<pid>/stat),
+// so that moving it cannot split a running slice.
+func waitSleeping(t *testing.T, pid int) {
+	t.Helper()
+	for range 500 {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := strings.LastIndexByte(string(b), ')'); i > 0 && i+2 < len(b) && b[i+2] == 'S' {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("process %d never blocked on its stdin", pid)
 }

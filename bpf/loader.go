@@ -278,9 +278,15 @@ func (o *Objects) attach() error {
 		o.fold = it
 		o.links = append(o.links, it)
 	}
-	if o.netErr != nil {
-		return nil
+	if o.netErr == nil {
+		o.attachNetwork()
 	}
+	return nil
+}
+
+// attachNetwork attaches the network programs. A failure leaves the CPU and
+// IO accounting working and is kept as the network error.
+func (o *Objects) attachNetwork() {
 	var netLinks []link.Link
 	attachNet := func() error {
 		l, err := link.AttachTracing(link.TracingOptions{Program: o.progs[jobscopeProgTagListener]})
@@ -309,10 +315,9 @@ func (o *Objects) attach() error {
 			l.Close()
 		}
 		o.netErr = err
-		return nil
+		return
 	}
 	o.links = append(o.links, netLinks...)
-	return nil
 }
 
 func runIter(p *ebpf.Program) error {

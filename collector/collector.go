@@ -1,17 +1,16 @@
-// Package collector holds the collector framework (named collectors, one
-// discovery snapshot per scrape, concurrent collection under a deadline)
-// and the collectors themselves, one file each.
+// Package collector holds the collector framework: named collectors, one
+// discovery snapshot per scrape, concurrent collection under a deadline.
+// The collectors live in its sub-packages; collector/registry lists them.
 package collector
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
-	"github.com/jobscope/jobscope/collector/discovery"
+	"github.com/jobscope/jobscope/discovery"
 )
 
 // Collector emits const metrics for one scrape.
@@ -29,17 +28,24 @@ var ErrNoData = errors.New("no data on this node")
 // at start-up); each scrape reports it as success 0 without a new log line.
 var ErrUnavailable = errors.New("collector unavailable")
 
-// Env is what every collector may use: paths, logger, the discoverer and
-// objects shared between collectors (such as the Slurm command cache).
+// Env is what every collector may use: paths, the cgroup layout, the
+// logger, and the node resources cmd built for the enabled collectors.
 type Env struct {
-	CgroupFS string // "" means detected from mountinfo
-	ProcFS   string
-	SysFS    string
-	Logger   *slog.Logger
-	// Discoverer is nil in controller mode when no node collector runs.
-	Discoverer *discovery.Discoverer
-	// Shared holds lazily built objects shared between collectors.
-	Shared *Shared
+	ProcFS string
+	SysFS  string
+	// Layout is the node's cgroup hierarchies, detected once at start (or
+	// from --path.cgroupfs): the one source of truth for the cgroup root.
+	Layout discovery.Layout
+	Logger *slog.Logger
+
+	// BPF is the loaded eBPF programs when the ebpf collector is on;
+	// BPFErr says why they are missing when it is on but they failed.
+	BPF    *BPF
+	BPFErr error
+	// GPU reads the GPUs when the gpu collector is on; GPUErr says why it
+	// is missing (gpu.ErrNoDevice on a node without GPUs).
+	GPU    GPUSource
+	GPUErr error
 }
 
 // Mode is the role of the exporter: a compute node or the controller.
@@ -62,7 +68,7 @@ type Factory struct {
 	// NeedsJobs says whether the collector uses job discovery.
 	NeedsJobs bool
 	// Descs lists the metrics the collector can emit, for docs/metrics.md.
-	Descs func() []*prometheus.Desc
+	Descs func() []*Desc
 }
 
 // DefaultOn reports whether the collector is on by default in mode m.
@@ -74,30 +80,3 @@ func (f Factory) DefaultOn(m Mode) bool {
 	}
 	return false
 }
-
-// Scrape is one scrape as one collector sees it.
-type Scrape struct {
-	ctx      context.Context
-	jobs     func() []*discovery.Job
-	name     string
-	problems *Problems
-}
-
-// NewScrape builds a Scrape; tests use it to run one collector alone.
-func NewScrape(ctx context.Context, name string, jobs func() []*discovery.Job, p *Problems) *Scrape {
-	if jobs == nil {
-		jobs = func() []*discovery.Job { return nil }
-	}
-	return &Scrape{ctx: ctx, jobs: jobs, name: name, problems: p}
-}
-
-// Context carries the scrape deadline.
-func (s *Scrape) Context() context.Context { return s.ctx }
-
-// Jobs returns this scrape's discovered jobs (discovery runs once per scrape,
-// on first use).
-func (s *Scrape) Jobs() []*discovery.Job { return s.jobs() }
-
-// Problem reports bad input: the first time per cause it is logged, each
-// time it is counted in jobscope_collector_errors_total.
-func (s *Scrape) Problem(cause string, err error) { s.problems.Report(s.name, cause, err) }

@@ -5,59 +5,80 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sort"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/jobscope/jobscope/collector/discovery"
+	"github.com/jobscope/jobscope/discovery"
 )
 
 // Exporter runs the enabled collectors for each scrape.
 type Exporter struct {
 	collectors map[string]Collector
 	names      []string
-	disc       *discovery.Discoverer
+	opts       Options
 	problems   *Problems
-	log        *slog.Logger
-	info       BuildInfo
+	serial     atomic.Uint64
+	usage      *usageReader
 
-	durationDesc, successDesc, buildDesc, jobsDesc *prometheus.Desc
+	durationDesc, successDesc, buildDesc, jobsDesc *Desc
 	discoveryDescs                                 discoveryDescs
 }
 
 // BuildInfo labels jobscope_build_info.
 type BuildInfo struct{ Version, Revision, GoVersion string }
 
+// Options configure an exporter.
+type Options struct {
+	// Discoverer lists the node's jobs, once per scrape, and reports on
+	// itself (jobscope_discovery_*); nil when no enabled collector needs
+	// jobs.
+	Discoverer *discovery.Discoverer
+	// Jobs lists the jobs instead of a Discoverer (tests).
+	Jobs func(ctx context.Context, problem discovery.Problem) []*discovery.Job
+	// GPU reads the node's GPUs once per scrape (nil: none).
+	GPU GPUSource
+	// Problems counts bad input; nil makes a silent one.
+	Problems *Problems
+	Logger   *slog.Logger
+	Info     BuildInfo
+}
+
 // NewExporter builds an exporter over built collectors.
-func NewExporter(collectors map[string]Collector, disc *discovery.Discoverer, problems *Problems, log *slog.Logger, info BuildInfo) *Exporter {
+func NewExporter(collectors map[string]Collector, o Options) *Exporter {
 	names := make([]string, 0, len(collectors))
 	for n := range collectors {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	if o.Problems == nil {
+		o.Problems = NewProblems(nil)
+	}
 	return &Exporter{
-		collectors: collectors, names: names, disc: disc, problems: problems, log: log, info: info,
-		durationDesc: prometheus.NewDesc("jobscope_scrape_collector_duration_seconds",
-			"Time a collector took in this scrape.", []string{"collector"}, nil),
-		successDesc: prometheus.NewDesc("jobscope_scrape_collector_success",
-			"1 if a collector finished this scrape without error and within the deadline, else 0.", []string{"collector"}, nil),
-		buildDesc: prometheus.NewDesc("jobscope_build_info",
-			"jobscope version, git revision and Go version; always 1.", []string{"version", "revision", "goversion"}, nil),
-		jobsDesc: prometheus.NewDesc("jobscope_jobs",
-			"Slurm jobs discovered in this node's cgroups in this scrape.", nil, nil),
+		collectors: collectors, names: names, opts: o, problems: o.Problems, usage: newUsageReader(),
+		durationDesc: NewDesc("jobscope_scrape_collector_duration_seconds",
+			"Time a collector took in this scrape.", "collector"),
+		successDesc: NewDesc("jobscope_scrape_collector_success",
+			"1 if a collector finished this scrape without error and within the deadline, else 0.", "collector"),
+		buildDesc: NewDesc("jobscope_build_info",
+			"jobscope version, git revision and Go version; always 1.", "version", "revision", "goversion"),
+		jobsDesc: NewDesc("jobscope_jobs",
+			"Slurm jobs discovered in this node's cgroups in this scrape."),
 		discoveryDescs: newDiscoveryDescs(),
 	}
 }
 
-// Names lists the enabled collectors.
-func (e *Exporter) Names() []string { return e.names }
-
 // Discovery returns job discovery (nil in controller mode without node
 // collectors), for the landing page.
-func (e *Exporter) Discovery() *discovery.Discoverer { return e.disc }
+func (e *Exporter) Discovery() *discovery.Discoverer { return e.opts.Discoverer }
+
+// Collector returns the named collector (nil when it is not enabled).
+func (e *Exporter) Collector(name string) Collector { return e.collectors[name] }
+
+// Names lists the enabled collectors.
+func (e *Exporter) Names() []string { return e.names }
 
 // Bind returns a prometheus.Collector that scrapes under ctx (the request's
 // context with the scrape deadline).
@@ -81,13 +102,14 @@ type result struct {
 
 func (e *Exporter) collect(ctx context.Context, ch chan<- prometheus.Metric) {
 	start := time.Now()
-	jobs, scan := e.jobsOnce(ctx)
+	rd := e.newRound(ctx)
 	results := make(map[string]chan result, len(e.names))
 	for _, name := range e.names {
 		rc := make(chan result, 1)
 		results[name] = rc
-		go e.runOne(ctx, name, jobs, rc)
+		go e.runOne(rd.view(name), rc)
 	}
+	finished := true
 	for _, name := range e.names {
 		var r result
 		// A collector that finished in time counts as finished even when
@@ -100,6 +122,7 @@ func (e *Exporter) collect(ctx context.Context, ch chan<- prometheus.Metric) {
 			case <-ctx.Done():
 				r = result{err: fmt.Errorf("deadline: %w", ctx.Err()), duration: time.Since(start)}
 				e.problems.Report(name, "timeout", ctx.Err())
+				finished = false
 			}
 		}
 		for _, m := range r.metrics {
@@ -109,35 +132,42 @@ func (e *Exporter) collect(ctx context.Context, ch chan<- prometheus.Metric) {
 		if r.err != nil {
 			success = 0
 		}
-		ch <- prometheus.MustNewConstMetric(e.durationDesc, prometheus.GaugeValue, r.duration.Seconds(), name)
-		ch <- prometheus.MustNewConstMetric(e.successDesc, prometheus.GaugeValue, success, name)
+		ch <- e.durationDesc.Gauge(r.duration.Seconds(), name)
+		ch <- e.successDesc.Gauge(success, name)
 	}
-	if e.disc != nil {
-		ch <- prometheus.MustNewConstMetric(e.jobsDesc, prometheus.GaugeValue, float64(len(jobs())))
-		e.discoveryDescs.collect(ch, scan(), e.disc.Status())
+	if e.opts.Discoverer != nil || e.opts.Jobs != nil {
+		s := rd.view("")
+		ch <- e.jobsDesc.Gauge(float64(len(s.Jobs())))
+		if e.opts.Discoverer != nil {
+			e.discoveryDescs.collect(ch, rd.scan, e.opts.Discoverer.Status())
+		}
+		if finished {
+			e.usage.cpusets.Sweep(s) // every collector that read usage is done
+		}
 	}
-	ch <- prometheus.MustNewConstMetric(e.buildDesc, prometheus.GaugeValue, 1, e.info.Version, e.info.Revision, e.info.GoVersion)
+	ch <- e.buildDesc.Gauge(1, e.opts.Info.Version, e.opts.Info.Revision, e.opts.Info.GoVersion)
 	e.problems.collect(ch)
 }
 
-// jobsOnce runs discovery at most once per scrape, when a collector asks;
-// scan says what that pass saw.
-func (e *Exporter) jobsOnce(ctx context.Context) (jobs func() []*discovery.Job, scan func() discovery.ScanStats) {
-	var once sync.Once
-	var found []*discovery.Job
-	var stats discovery.ScanStats
-	jobs = func() []*discovery.Job {
-		once.Do(func() {
-			if e.disc != nil {
-				found, stats = e.disc.DiscoverStats(ctx, func(cause string, err error) { e.problems.Report("discovery", cause, err) })
-			}
-		})
-		return found
+// newRound starts a scrape: the next serial number, and discovery run at
+// most once, when a collector first asks for the jobs.
+func (e *Exporter) newRound(ctx context.Context) *round {
+	r := &round{ctx: ctx, serial: e.serial.Add(1), problems: e.problems, usage: e.usage, gpu: e.opts.GPU}
+	problem := func(cause string, err error) { e.problems.Report("discovery", cause, err) }
+	switch {
+	case e.opts.Discoverer != nil:
+		r.listJobs = func() []*discovery.Job {
+			jobs, scan := e.opts.Discoverer.DiscoverStats(ctx, problem)
+			r.scan = scan // read after every collector is done, or by Jobs' once
+			return jobs
+		}
+	case e.opts.Jobs != nil:
+		r.listJobs = func() []*discovery.Job { return e.opts.Jobs(ctx, problem) }
 	}
-	return jobs, func() discovery.ScanStats { jobs(); return stats }
+	return r
 }
 
-func (e *Exporter) runOne(ctx context.Context, name string, jobs func() []*discovery.Job, rc chan<- result) {
+func (e *Exporter) runOne(s *Scrape, rc chan<- result) {
 	start := time.Now()
 	mc := make(chan prometheus.Metric, 256)
 	var metrics []prometheus.Metric
@@ -149,26 +179,20 @@ func (e *Exporter) runOne(ctx context.Context, name string, jobs func() []*disco
 		close(drained)
 	}()
 	var err error
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("panic: %v", p)
-				e.problems.Report(name, "panic", fmt.Errorf("%v\n%s", p, debug.Stack()))
-			}
-		}()
-		err = e.collectors[name].Collect(NewScrape(ctx, name, jobs, e.problems), mc)
-	}()
+	if !s.protect(func() { err = e.collectors[s.name].Collect(s, mc) }) || (err == nil && s.panicked.Load()) {
+		err = errors.New("panic: see the logged stack (cause panic)")
+	}
 	close(mc)
 	<-drained
 	switch {
-	case err == nil:
+	case err == nil, s.panicked.Load():
 	case errors.Is(err, ErrNoData):
-		e.problems.Report(name, "no_data", err)
+		e.problems.Report(s.name, "no_data", err)
 	case errors.Is(err, ErrUnavailable):
 		// Its cause was logged once when the collector was built.
-		e.problems.ReportLogged(name, "unavailable")
+		e.problems.ReportLogged(s.name, "unavailable")
 	default:
-		e.problems.Report(name, "collect_failed", err)
+		e.problems.Report(s.name, "collect_failed", err)
 	}
 	rc <- result{metrics: metrics, err: err, duration: time.Since(start)}
 }
@@ -177,8 +201,8 @@ func (e *Exporter) runOne(ctx context.Context, name string, jobs func() []*disco
 func (e *Exporter) Close() {
 	for _, name := range e.names {
 		if c, ok := e.collectors[name].(interface{ Close() error }); ok {
-			if err := c.Close(); err != nil && e.log != nil {
-				e.log.Warn("closing collector", "collector", name, "err", err)
+			if err := c.Close(); err != nil && e.opts.Logger != nil {
+				e.opts.Logger.Warn("closing collector", "collector", name, "err", err)
 			}
 		}
 	}

@@ -1,15 +1,19 @@
 package collector
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/internal/testutil"
 )
 
@@ -17,7 +21,7 @@ type funcCollector func(s *Scrape, ch chan<- prometheus.Metric) error
 
 func (f funcCollector) Collect(s *Scrape, ch chan<- prometheus.Metric) error { return f(s, ch) }
 
-var testDesc = prometheus.NewDesc("jobscope_test_value", "Test value.", nil, nil)
+var testDesc = NewDesc("jobscope_test_value", "Test value.")
 
 // A hung collector costs only its own success; a panicking one too; the
 // scrape answers within its deadline.
@@ -26,7 +30,7 @@ func TestExporterDeadlineAndPanic(t *testing.T) {
 	defer close(release)
 	cs := map[string]Collector{
 		"good": funcCollector(func(s *Scrape, ch chan<- prometheus.Metric) error {
-			ch <- prometheus.MustNewConstMetric(testDesc, prometheus.GaugeValue, 1)
+			ch <- testDesc.Gauge(1)
 			return nil
 		}),
 		"hung": funcCollector(func(s *Scrape, ch chan<- prometheus.Metric) error {
@@ -40,7 +44,7 @@ func TestExporterDeadlineAndPanic(t *testing.T) {
 		}),
 	}
 	problems := NewProblems(nil)
-	exp := NewExporter(cs, nil, problems, nil, BuildInfo{})
+	exp := NewExporter(cs, Options{Problems: problems})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	reg := prometheus.NewPedanticRegistry()
@@ -80,7 +84,7 @@ func TestExporterFinishedBeforeDeadline(t *testing.T) {
 	for i := range 20 {
 		cs[fmt.Sprintf("b_fast%02d", i)] = funcCollector(func(s *Scrape, ch chan<- prometheus.Metric) error { return nil })
 	}
-	exp := NewExporter(cs, nil, NewProblems(nil), nil, BuildInfo{})
+	exp := NewExporter(cs, Options{Problems: NewProblems(nil)})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	reg := prometheus.NewPedanticRegistry()
@@ -94,5 +98,65 @@ func TestExporterFinishedBeforeDeadline(t *testing.T) {
 	}
 	if failed != 1 || !strings.Contains(out, `jobscope_scrape_collector_success{collector="a_slow"} 0`) {
 		t.Errorf("want only a_slow failed, got %d failures:\n%s", failed, out)
+	}
+}
+
+// A panic in a collector's worker goroutine (one job's read, or a goroutine
+// of its own) is recovered, counted as cause "panic" and logged once per
+// scrape; that collector's success is 0 and everything else stays: the other
+// job's series, the other collector. Before collector.Go such a panic, out
+// of reach of the framework's recover, ended the process.
+func TestWorkerPanicKeepsScrape(t *testing.T) {
+	jobs := []*discovery.Job{{ID: "100", Version: 2, Dir: "/j100"}, {ID: "101", Version: 2, Dir: "/j101"}}
+	perJob := NewDesc("jobscope_test_job_value", "Test value per job.", "jobid")
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	problems := NewProblems(log)
+	cs := map[string]Collector{
+		"perjob": funcCollector(func(s *Scrape, ch chan<- prometheus.Metric) error {
+			s.EachJob(2, func(j *discovery.Job) {
+				if j.ID == "100" {
+					panic("worker panic")
+				}
+				ch <- perJob.Gauge(1, j.ID)
+			})
+			return nil
+		}),
+		"own": funcCollector(func(s *Scrape, ch chan<- prometheus.Metric) error {
+			var wg sync.WaitGroup
+			Go(s, &wg, func() { panic("own goroutine panic") })
+			wg.Wait()
+			return nil
+		}),
+		"good": funcCollector(func(s *Scrape, ch chan<- prometheus.Metric) error {
+			ch <- testDesc.Gauge(1)
+			return nil
+		}),
+	}
+	exp := NewExporter(cs, Options{
+		Jobs:     func(context.Context, discovery.Problem) []*discovery.Job { return jobs },
+		Problems: problems, Logger: log,
+	})
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(exp.Bind(context.Background()))
+	out := string(testutil.Exposition(t, reg))
+	for _, want := range []string{
+		`jobscope_test_job_value{jobid="101"} 1`,
+		"jobscope_test_value 1",
+		`jobscope_scrape_collector_success{collector="perjob"} 0`,
+		`jobscope_scrape_collector_success{collector="own"} 0`,
+		`jobscope_scrape_collector_success{collector="good"} 1`,
+		`jobscope_collector_errors_total{cause="panic",collector="perjob"} 1`,
+		`jobscope_collector_errors_total{cause="panic",collector="own"} 1`,
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("missing %s in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, `jobid="100"`) {
+		t.Error("a series of the job whose read panicked")
+	}
+	if n := strings.Count(logs.String(), "cause=panic"); n != 2 {
+		t.Errorf("panics logged %d times, want once per collector:\n%s", n, logs.String())
 	}
 }

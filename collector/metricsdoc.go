@@ -2,22 +2,18 @@ package collector
 
 import (
 	"fmt"
-	"regexp"
+	"slices"
 	"sort"
 	"strings"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
-
-var descRe = regexp.MustCompile(`fqName: "([^"]*)", help: "((?:[^"\\]|\\.)*)", unit: "[^"]*", constLabels: \{[^}]*\}, variableLabels: \{([^}]*)\}`)
 
 // MetricsDoc renders docs/metrics.md from the collectors' descriptors.
 func MetricsDoc(factories []Factory) string {
 	var b strings.Builder
 	b.WriteString("# jobscope metrics\n\n")
-	b.WriteString("Generated from the code by `make docs` (`go test ./collector/ -run TestMetricsDoc -update`); a test fails when it is stale.\n")
+	b.WriteString("Generated from the code by `make docs` (`go test ./collector/registry/ -run TestMetricsDoc -update`); a test fails when it is stale.\n")
 	b.WriteString("Every per-job series carries `jobid`, `user`, `account`; `slurm_job_info` carries the rest of the job's metadata.\n\n")
-	section(&b, "exporter (always on)", "", frameworkDescs())
+	section(&b, "exporter (always on)", "", FrameworkDescs())
 	for _, f := range factories {
 		if f.Descs == nil {
 			continue
@@ -35,40 +31,24 @@ func MetricsDoc(factories []Factory) string {
 	return b.String()
 }
 
-func section(b *strings.Builder, title, help string, descs []*prometheus.Desc) {
+func section(b *strings.Builder, title, help string, descs []*Desc) {
 	fmt.Fprintf(b, "## %s\n\n", title)
 	if help != "" {
 		fmt.Fprintf(b, "%s.\n\n", help)
 	}
 	b.WriteString("| metric | labels | description |\n|---|---|---|\n")
-	type row struct{ name, labels, help string }
-	var rows []row
-	for _, d := range descs {
-		m := descRe.FindStringSubmatch(d.String())
-		if m == nil {
-			continue
-		}
-		labels := strings.ReplaceAll(m[3], ",", ", ")
-		help := strings.ReplaceAll(strings.ReplaceAll(m[2], `\"`, `"`), "|", `\|`)
-		rows = append(rows, row{m[1], labels, help})
-	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i].name < rows[j].name })
-	for _, r := range rows {
-		fmt.Fprintf(b, "| `%s` | %s | %s |\n", r.name, r.labels, r.help)
+	rows := slices.Clone(descs)
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Name < rows[j].Name })
+	for _, d := range rows {
+		fmt.Fprintf(b, "| `%s` | %s | %s |\n", d.Name, strings.Join(d.Labels, ", "), strings.ReplaceAll(d.Help, "|", `\|`))
 	}
 	b.WriteString("\n")
 }
 
-// extraLabelNames returns a per-job descriptor's label names after jobid,
-// user and account.
-func extraLabelNames(d *prometheus.Desc) []string {
-	m := descRe.FindStringSubmatch(d.String())
-	if m == nil || m[3] == "" {
-		return nil
-	}
-	names := strings.Split(m[3], ",")
-	if len(names) <= len(jobLabelNames) {
-		return nil
-	}
-	return names[len(jobLabelNames):]
+// FrameworkDescs are the metrics the exporter itself emits.
+func FrameworkDescs() []*Desc {
+	e := NewExporter(nil, Options{})
+	dd := e.discoveryDescs
+	return []*Desc{e.durationDesc, e.successDesc, e.buildDesc, e.jobsDesc, NewProblems(nil).desc,
+		dd.dirs, dd.skipped, dd.squeueUp, dd.squeueRuns, dd.squeueErrors}
 }

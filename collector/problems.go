@@ -15,7 +15,7 @@ type Problems struct {
 	log    *slog.Logger
 	mu     sync.Mutex
 	counts map[[2]string]float64
-	desc   *prometheus.Desc
+	desc   *Desc
 }
 
 // NewProblems builds an empty problem log.
@@ -23,9 +23,9 @@ func NewProblems(log *slog.Logger) *Problems {
 	return &Problems{
 		log:    log,
 		counts: map[[2]string]float64{},
-		desc: prometheus.NewDesc("jobscope_collector_errors_total",
+		desc: NewDesc("jobscope_collector_errors_total",
 			"Bad or missing input met by a collector since start, by cause (each cause is logged once).",
-			[]string{"collector", "cause"}, nil),
+			"collector", "cause"),
 	}
 }
 
@@ -80,6 +80,6 @@ func (p *Problems) collect(ch chan<- prometheus.Metric) {
 	}
 	p.mu.Unlock()
 	for i, k := range keys {
-		ch <- prometheus.MustNewConstMetric(p.desc, prometheus.CounterValue, vals[i], k[0], k[1])
+		ch <- p.desc.Counter(vals[i], k[0], k[1])
 	}
 }

@@ -31,7 +31,7 @@ func BenchmarkMap(b *testing.B) {
 		devs = append(devs, Device{Index: i, Minor: i, UUID: uuid, PIDs: pids[:4]})
 		jobs = append(jobs, Job{ID: id, Env: map[string]string{"SLURM_JOB_GPUS": strconv.Itoa(i)}, PIDs: func() []int { return pids }})
 	}
-	m := &Mapper{MappingDir: dir, ProcFS: proc}
+	m := &Mapper{MappingDir: dir, ProcFS: proc, JobOfCgroupPath: jobOfPath}
 	m.Map(devs, jobs)
 	b.ReportAllocs()
 	b.ResetTimer()

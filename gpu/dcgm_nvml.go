@@ -83,5 +83,5 @@ func (h *nvmlHelper) close() {
 		g.free()
 	}
 	h.b.gpm = map[string]*gpmState{}
-	h.b.lib.Shutdown()
+	_ = h.b.lib.Shutdown() // nothing to do if it fails: jobscope is done with NVML
 }

@@ -4,8 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/jobscope/jobscope/collector/discovery"
 )
 
 // FuzzRefsFromEnviron feeds /proc/<pid>/environ contents through the GPU
@@ -34,23 +32,6 @@ func FuzzRefsFromEnviron(f *testing.F) {
 		}
 		for _, r := range refs {
 			ix.resolve(r)
-		}
-	})
-}
-
-// FuzzCgroupPath reads the job id out of /proc/<pid>/cgroup lines.
-func FuzzCgroupPath(f *testing.F) {
-	for _, s := range []string{
-		"0::/system.slice/slurmstepd.scope/job_50/step_0/user/task_0",
-		"4:memory:/slurm_node1/uid_1000/job_51/step_0/task_0",
-		"0::/system.slice/slurmstepd.scope/job_s1u2i3d/step_0",
-		"0::/user.slice/user-1000.slice/session-3.scope",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, line string) {
-		if id := discovery.JobIDFromCgroupPath(line); id != "" && !isDigits(id) {
-			t.Fatalf("job id %q from %q", id, line)
 		}
 	})
 }

@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/jobscope/jobscope/collector/discovery"
 )
 
 // Method says how a GPU was found to belong to a job, in the order the
@@ -39,6 +37,10 @@ type Job struct {
 	DevicesList string
 	// PIDs lists the job's processes (read lazily, once per scrape).
 	PIDs func() []int
+	// Seen keeps what the job's processes' environments said between
+	// scrapes, for a caller that keeps per-job state itself (nil: the
+	// mapper keeps it, and forgets it when the job is not passed).
+	Seen *EnvSeen
 }
 
 // Assignment says which job holds a device and which method said so first.
@@ -82,15 +84,25 @@ const envPIDsPerScrape = 64
 type Mapper struct {
 	MappingDir string // "" disables the mapping-directory method
 	ProcFS     string
+	// JobOfCgroupPath reads the job id out of a cgroup path of
+	// /proc/<pid>/cgroup ("" for none). Job discovery owns that rule and
+	// hands it in; nil skips the cgroup file and asks the jobs' process
+	// lists only.
+	JobOfCgroupPath func(path string) string
 
 	mu  sync.Mutex
-	env map[string]*envEntry // by job id
+	env map[string]*EnvSeen // by job id, for jobs without Seen
 }
 
-type envEntry struct {
+// EnvSeen is what a job's processes' environments said: each process's
+// environ is read once. Map updates it under the mapper's lock.
+type EnvSeen struct {
 	read map[int]bool // pids whose environ was read
 	refs envRefs      // what their environments said
 }
+
+// NewEnvSeen returns an empty EnvSeen.
+func NewEnvSeen() *EnvSeen { return &EnvSeen{read: map[int]bool{}} }
 
 // ref is one way a job names a GPU.
 type ref struct {
@@ -201,11 +213,11 @@ func fromDevicesList(st *mapState, j Job) {
 		if f[0] == "a" {
 			return // unconstrained (ConstrainDevices=no): says nothing
 		}
-		maj, min, ok := strings.Cut(f[1], ":")
+		maj, minor, ok := strings.Cut(f[1], ":")
 		if f[0] != "c" || !ok || maj != strconv.Itoa(nvidiaMajor) {
 			continue
 		}
-		n, err := strconv.Atoi(min)
+		n, err := strconv.Atoi(minor)
 		if err != nil || n < 0 || n > nvidiaMaxMinor {
 			continue // wildcard, nvidiactl or nvidia-modeset
 		}
@@ -219,15 +231,17 @@ func (m *Mapper) fromEnviron(st *mapState, jobs []Job) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.env == nil {
-		m.env = map[string]*envEntry{}
+		m.env = map[string]*EnvSeen{}
 	}
 	keep := make(map[string]bool, len(jobs))
 	for _, j := range jobs {
-		keep[j.ID] = true
-		e := m.env[j.ID]
+		e := j.Seen
 		if e == nil {
-			e = &envEntry{read: map[int]bool{}}
-			m.env[j.ID] = e
+			keep[j.ID] = true
+			if e = m.env[j.ID]; e == nil {
+				e = NewEnvSeen()
+				m.env[j.ID] = e
+			}
 		}
 		found := refsFromVars(j.Env)
 		bad := found.bad
@@ -285,8 +299,8 @@ func (m *Mapper) fromProcesses(st *mapState, devs []Device, jobs []Job, present 
 		}
 		for _, pid := range d.PIDs {
 			id := ""
-			if m.ProcFS != "" {
-				id = jobFromCgroupFile(filepath.Join(m.ProcFS, strconv.Itoa(pid), "cgroup"))
+			if m.ProcFS != "" && m.JobOfCgroupPath != nil {
+				id = jobFromCgroupFile(filepath.Join(m.ProcFS, strconv.Itoa(pid), "cgroup"), m.JobOfCgroupPath)
 			}
 			if !present[id] {
 				// Slurm 26.05 SLUID directories, or no procfs: ask the
@@ -311,7 +325,7 @@ func (m *Mapper) fromProcesses(st *mapState, devs []Device, jobs []Job, present 
 }
 
 // jobFromCgroupFile returns the job id in /proc/<pid>/cgroup ("" if none).
-func jobFromCgroupFile(path string) string {
+func jobFromCgroupFile(path string, jobOf func(string) string) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "" // the process exited: normal
@@ -322,7 +336,7 @@ func jobFromCgroupFile(path string) string {
 		if len(parts) < 3 {
 			continue
 		}
-		if id := discovery.JobIDFromCgroupPath(parts[2]); id != "" {
+		if id := jobOf(parts[2]); id != "" {
 			return id
 		}
 	}

@@ -143,7 +143,7 @@ func TestMapEnvironOfProcesses(t *testing.T) {
 	write(t, filepath.Join(proc, "500", "environ"), "HOME=/root\x00")
 	write(t, filepath.Join(proc, "501", "environ"), "SLURM_JOB_ID=40\x00SLURM_STEP_GPUS=0\x00CUDA_VISIBLE_DEVICES=0\x00")
 	write(t, filepath.Join(proc, "502", "environ"), "SLURM_JOB_ID=40\x00SLURM_STEP_GPUS=1\x00CUDA_VISIBLE_DEVICES=0\x00")
-	m := &Mapper{ProcFS: proc}
+	m := &Mapper{ProcFS: proc, JobOfCgroupPath: jobOfPath}
 	job := Job{ID: "40", PIDs: pids(500, 501, 502, 503)}
 	got, _ := m.Map(testNode(), []Job{job})
 	want(t, got, "GPU-aaaa0000-0000-0000-0000-000000000000", "40", MethodEnviron)
@@ -160,7 +160,7 @@ func TestMapEnvironOfProcesses(t *testing.T) {
 	// CUDA_VISIBLE_DEVICES index (a container with a clean environment)
 	// does not claim node GPU 0 while the job's Slurm variables name GPU 2.
 	write(t, filepath.Join(proc, "600", "environ"), "CUDA_VISIBLE_DEVICES=0\x00")
-	got, _ = (&Mapper{ProcFS: proc}).Map(testNode(), []Job{{ID: "41", Env: map[string]string{"SLURM_JOB_GPUS": "2"}, PIDs: pids(600)}})
+	got, _ = (&Mapper{ProcFS: proc, JobOfCgroupPath: jobOfPath}).Map(testNode(), []Job{{ID: "41", Env: map[string]string{"SLURM_JOB_GPUS": "2"}, PIDs: pids(600)}})
 	want(t, got, "GPU-aaaa0000-0000-0000-0000-000000000000", "", "")
 	want(t, got, "GPU-bbbb0000-0000-0000-0000-000000000002", "41", MethodEnviron)
 
@@ -176,19 +176,19 @@ func TestMapProcesses(t *testing.T) {
 	write(t, filepath.Join(proc, "700", "cgroup"), "0::/system.slice/slurmstepd.scope/job_50/step_0/user/task_0\n")
 	// v1: the job in one hierarchy is enough.
 	write(t, filepath.Join(proc, "800", "cgroup"), "12:pids:/\n4:memory:/slurm/uid_1000/job_51/step_0/task_0\n")
-	got, _ := (&Mapper{ProcFS: proc}).Map(testNode(), []Job{{ID: "50"}, {ID: "51"}})
+	got, _ := (&Mapper{ProcFS: proc, JobOfCgroupPath: jobOfPath}).Map(testNode(), []Job{{ID: "50"}, {ID: "51"}})
 	want(t, got, "GPU-bbbb0000-0000-0000-0000-000000000002", "50", MethodProcess)
 	want(t, got, "MIG-dddd0000-0000-0000-0000-000000000031", "51", MethodProcess)
 
 	// Slurm 26.05 names the job directory by SLUID: fall back to the
 	// jobs' process lists.
 	write(t, filepath.Join(proc, "700", "cgroup"), "0::/system.slice/slurmstepd.scope/job_s1u2i3d/step_0\n")
-	got, _ = (&Mapper{ProcFS: proc}).Map(testNode(), []Job{{ID: "52", PIDs: pids(1, 700)}})
+	got, _ = (&Mapper{ProcFS: proc, JobOfCgroupPath: jobOfPath}).Map(testNode(), []Job{{ID: "52", PIDs: pids(1, 700)}})
 	want(t, got, "GPU-bbbb0000-0000-0000-0000-000000000002", "52", MethodProcess)
 
 	// A process outside any job (a stray CUDA daemon) maps to nothing.
 	write(t, filepath.Join(proc, "700", "cgroup"), "0::/system.slice/nvidia-persistenced.service\n")
-	got, _ = (&Mapper{ProcFS: proc}).Map(testNode(), []Job{{ID: "52", PIDs: pids(1)}})
+	got, _ = (&Mapper{ProcFS: proc, JobOfCgroupPath: jobOfPath}).Map(testNode(), []Job{{ID: "52", PIDs: pids(1)}})
 	want(t, got, "GPU-bbbb0000-0000-0000-0000-000000000002", "", "")
 }
 
@@ -204,7 +204,7 @@ func TestMapConflicts(t *testing.T) {
 		{ID: "61", DevicesList: list, Env: map[string]string{"SLURM_JOB_GPUS": "0"}},
 		{ID: "62", Env: map[string]string{"SLURM_JOB_GPUS": "0"}},
 	}
-	got, probs := (&Mapper{MappingDir: dir, ProcFS: proc}).Map(testNode(), jobs)
+	got, probs := (&Mapper{MappingDir: dir, ProcFS: proc, JobOfCgroupPath: jobOfPath}).Map(testNode(), jobs)
 	want(t, got, "GPU-bbbb0000-0000-0000-0000-000000000002", "60", MethodMappingDir)
 	want(t, got, "GPU-aaaa0000-0000-0000-0000-000000000000", "61", MethodDevicesCgroup)
 	if causes(probs) != "mapping_conflict,mapping_conflict" {
@@ -281,6 +281,17 @@ func TestMapEnvironUUIDs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// jobOfPath stands in for job discovery's rule, which job discovery tests:
+// the id after "job_" when it is all digits.
+func jobOfPath(p string) string {
+	for _, el := range strings.Split(p, "/") {
+		if id, ok := strings.CutPrefix(el, "job_"); ok && isDigits(id) {
+			return id
+		}
+	}
+	return ""
 }
 
 // dcgm-exporter's job mapping has no per-instance files: on a MIG GPU a

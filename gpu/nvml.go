@@ -64,7 +64,7 @@ func NewNVML(lib nvml.Interface, log *slog.Logger) (Backend, error) {
 	}
 	n, ret := lib.DeviceGetCount()
 	if ret != nvml.SUCCESS || n == 0 {
-		lib.Shutdown()
+		_ = lib.Shutdown() // giving up on NVML anyway
 		if ret == nvml.SUCCESS {
 			return nil, fmt.Errorf("%w: nvml sees no device", ErrNoDevice)
 		}
@@ -280,12 +280,12 @@ func readPIDs(c calls, dev nvml.Device, uuid string) []int {
 
 // readMIG lists the MIG instances of a MIG-enabled parent.
 func (b *nvmlBackend) readMIG(c calls, dev nvml.Device, parent Device) []Device {
-	max, ret := dev.GetMaxMigDeviceCount()
+	maxMIG, ret := dev.GetMaxMigDeviceCount()
 	if !c.ok("GetMaxMigDeviceCount", parent.UUID, ret) {
 		return nil
 	}
 	var out []Device
-	for j := 0; j < max; j++ {
+	for j := 0; j < maxMIG; j++ {
 		mig, ret := dev.GetMigDeviceHandleByIndex(j)
 		if ret == nvml.ERROR_NOT_FOUND {
 			continue // an empty slot

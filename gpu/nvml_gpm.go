@@ -15,7 +15,7 @@ type gpmState struct {
 func (g *gpmState) free() {
 	for _, s := range []nvml.GpmSample{g.prev, g.cur} {
 		if s != nil {
-			s.Free()
+			_ = s.Free() // a sample that cannot be freed is lost either way
 		}
 	}
 	g.prev, g.cur, g.supported = nil, nil, false

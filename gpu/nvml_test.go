@@ -10,7 +10,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
 	"github.com/jobscope/jobscope/gpu"
 	"github.com/jobscope/jobscope/gpu/nvmlmock"
@@ -92,9 +92,9 @@ func TestNVMLSnapshot(t *testing.T) {
 // the other devices stay.
 func TestNVMLSingleCallErrors(t *testing.T) {
 	node := nvmlmock.New()
-	node.Devices[1].(*dgxa100.Device).GetPowerUsageFunc = func() (uint32, nvml.Return) { return 0, nvml.ERROR_UNKNOWN }
-	node.Devices[3].(*dgxa100.Device).GetUUIDFunc = func() (string, nvml.Return) { return "", nvml.ERROR_GPU_IS_LOST }
-	node.Devices[4].(*dgxa100.Device).GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
+	node.Devices[1].(*server.Device).GetPowerUsageFunc = func() (uint32, nvml.Return) { return 0, nvml.ERROR_UNKNOWN }
+	node.Devices[3].(*server.Device).GetUUIDFunc = func() (string, nvml.Return) { return "", nvml.ERROR_GPU_IS_LOST }
+	node.Devices[4].(*server.Device).GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
 		return 0, nvml.ERROR_NOT_SUPPORTED
 	}
 	get := node.DeviceGetHandleByIndexFunc
@@ -280,7 +280,7 @@ func TestNVMLSlowReadDoesNotPileUp(t *testing.T) {
 	node := nvmlmock.New()
 	release := make(chan struct{})
 	entered := make(chan struct{}, 1)
-	dev := node.Devices[0].(*dgxa100.Device)
+	dev := node.Devices[0].(*server.Device)
 	dev.GetPowerUsageFunc = func() (uint32, nvml.Return) {
 		select {
 		case entered <- struct{}{}:

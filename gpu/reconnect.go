@@ -9,10 +9,10 @@ import (
 )
 
 // Reconnect waits, after a lost connection, double the previous wait between
-// tries, from ReconnectMin up to ReconnectMax.
+// tries, from ReconnectFirst up to ReconnectMax.
 const (
-	ReconnectMin = time.Second
-	ReconnectMax = 5 * time.Minute
+	ReconnectFirst = time.Second
+	ReconnectMax   = 5 * time.Minute
 )
 
 // Reconnecting keeps a backend whose connection can drop (DCGM's host
@@ -66,7 +66,7 @@ func (r *Reconnecting) connect() {
 		r.closeFallback()
 		return
 	}
-	r.wait = min(max(2*r.wait, ReconnectMin), ReconnectMax)
+	r.wait = min(max(2*r.wait, ReconnectFirst), ReconnectMax)
 	r.retryAt = r.now().Add(r.wait)
 	if !r.down {
 		r.log.Warn("GPU backend unreachable: trying again with a doubling wait; meanwhile "+r.meanwhile(),
@@ -107,7 +107,7 @@ func (r *Reconnecting) Snapshot(ctx context.Context) (*Snapshot, error) {
 		r.down = true
 		r.cur.Close()
 		r.cur = nil
-		r.wait = ReconnectMin
+		r.wait = ReconnectFirst
 		r.retryAt = r.now().Add(r.wait)
 	}
 	return r.instead(ctx)

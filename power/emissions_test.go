@@ -76,10 +76,10 @@ func TestElectricityMaps(t *testing.T) {
 		t.Fatalf("bad token: %v", err)
 	}
 	// Cached: many scrapes within the refresh interval make one request.
-	p := NewPoller(ElectricityMaps(srv.Client(), srv.URL, "DE", "secret"), time.Hour, 5*time.Second, nil)
+	p := newPoller(ElectricityMaps(srv.Client(), srv.URL, "DE", "secret"), time.Hour, 5*time.Second, nil)
 	before := hits.Load()
 	for range 10 {
-		if v, _, ok, err := p.Get(context.Background()); !ok || err != nil || v.GramsPerKWh != 302 {
+		if v, _, ok, err := get(context.Background(), p); !ok || err != nil || v.GramsPerKWh != 302 {
 			t.Fatalf("poller: %+v %v %v", v, ok, err)
 		}
 	}
@@ -135,11 +135,11 @@ func TestLiveTimeout(t *testing.T) {
 		}
 	})
 	defer close(release)
-	p := NewPoller(RTE(srv.Client(), srv.URL), time.Hour, 200*time.Millisecond, nil)
+	p := newPoller(RTE(srv.Client(), srv.URL), time.Hour, 200*time.Millisecond, nil)
 	var err error
 	for i := 0; i < 200 && err == nil; i++ { // bounded: up to ~20 s
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		_, _, ok, e := p.Get(ctx)
+		_, _, ok, e := get(ctx, p)
 		cancel()
 		if ok {
 			t.Fatal("value from a server that never answered")

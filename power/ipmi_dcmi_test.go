@@ -1,33 +1,16 @@
 package power
 
 import (
-	"encoding/hex"
 	"errors"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/jobscope/jobscope/internal/testutil"
 )
 
-// readHex reads a testdata/power/ipmi/*.hex capture: '#' comment lines,
-// then bytes in hex separated by spaces.
+// readHex reads a testdata/power/ipmi/*.hex capture.
 func readHex(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "power", "ipmi", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s strings.Builder
-	for _, line := range strings.Split(string(b), "\n") {
-		if !strings.HasPrefix(line, "#") {
-			s.WriteString(strings.ReplaceAll(line, " ", ""))
-		}
-	}
-	out, err := hex.DecodeString(s.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return testutil.HexFile(t, filepath.Join("..", "testdata", "power", "ipmi", name))
 }
 
 func TestGetPowerReadingRequest(t *testing.T) {

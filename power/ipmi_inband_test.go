@@ -131,9 +131,9 @@ func TestInBandThroughPoller(t *testing.T) {
 		return readHex(t, "inband-good.hex")
 	}}
 	now := time.Unix(1000, 0)
-	p := NewPoller(fakeInBand(f, 20*time.Millisecond).Read, 30*time.Second, time.Second, func() time.Time { return now })
+	p := newPoller(fakeInBand(f, 20*time.Millisecond).Read, 30*time.Second, time.Second, func() time.Time { return now })
 	for range 3 {
-		if d, _, ok, err := p.Get(context.Background()); !ok || err != nil || d.Current != 220 {
+		if d, _, ok, err := get(context.Background(), p); !ok || err != nil || d.Current != 220 {
 			t.Fatalf("%+v %v %v", d, ok, err)
 		}
 	}
@@ -144,7 +144,7 @@ func TestInBandThroughPoller(t *testing.T) {
 	hang = true
 	mu.Unlock()
 	now = now.Add(30 * time.Second)
-	d, at, ok, err := p.Get(context.Background())
+	d, at, ok, err := get(context.Background(), p)
 	if !ok || d.Current != 220 || !at.Equal(time.Unix(1000, 0)) || !errors.Is(err, ErrIPMITimeout) {
 		t.Fatalf("after hang: %+v %v %v %v", d, at, ok, err)
 	}

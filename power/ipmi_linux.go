@@ -61,8 +61,8 @@ const (
 
 	iocMagic = 'i'
 	// _IOWR('i', 11, struct ipmi_recv) and _IOR('i', 13, struct ipmi_req).
-	ipmictlReceiveMsgTrunc = 3<<30 | uintptr(unsafe.Sizeof(ipmiRecv{}))<<16 | iocMagic<<8 | 11
-	ipmictlSendCommand     = 2<<30 | uintptr(unsafe.Sizeof(ipmiReq{}))<<16 | iocMagic<<8 | 13
+	ipmictlReceiveMsgTrunc = 3<<30 | unsafe.Sizeof(ipmiRecv{})<<16 | iocMagic<<8 | 11
+	ipmictlSendCommand     = 2<<30 | unsafe.Sizeof(ipmiReq{})<<16 | iocMagic<<8 | 13
 )
 
 type ioctlDevice struct{ fd int }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jobscope/jobscope/internal/poll"
 )
 
 // TestMain lets the test binary play a fake ipmi-dcmi: RunCommand then
@@ -80,8 +82,8 @@ func FuzzParseDCMI(f *testing.F) {
 	})
 }
 
-func ipmiPoller(mode string, timeout time.Duration) *Poller[DCMIReading] {
-	return NewPoller(func(ctx context.Context) (DCMIReading, error) {
+func ipmiPoller(mode string, timeout time.Duration) *poll.Poller[DCMIReading] {
+	return newPoller(func(ctx context.Context) (DCMIReading, error) {
 		out, err := RunCommand(ctx, fakeArgv(mode), timeout)
 		if err != nil {
 			return DCMIReading{}, err
@@ -94,12 +96,12 @@ func TestIPMICommandGood(t *testing.T) {
 	p := ipmiPoller("good", 30*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	d, _, ok, err := p.Get(ctx)
+	d, _, ok, err := get(ctx, p)
 	if err != nil || !ok || d.Current != 220 {
 		t.Fatalf("got %+v ok=%v err=%v", d, ok, err)
 	}
 	// Within the interval the cached value comes back and nothing runs.
-	if _, _, ok, _ := p.Get(ctx); !ok || p.Runs() != 1 {
+	if _, _, ok, _ := get(ctx, p); !ok || p.Runs() != 1 {
 		t.Fatalf("ok=%v runs=%d, want a cached value and one run", ok, p.Runs())
 	}
 }
@@ -108,7 +110,7 @@ func TestIPMICommandGarbageAndFailure(t *testing.T) {
 	for _, mode := range []string{"garbage", "fail"} {
 		p := ipmiPoller(mode, 30*time.Second)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		_, _, ok, err := p.Get(ctx)
+		_, _, ok, err := get(ctx, p)
 		cancel()
 		if ok || err == nil {
 			t.Errorf("%s: ok=%v err=%v, want no value and an error", mode, ok, err)
@@ -124,7 +126,7 @@ func TestIPMICommandTimeout(t *testing.T) {
 	p := ipmiPoller("hang", 500*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, _, ok, err := p.Get(ctx)
+	_, _, ok, err := get(ctx, p)
 	if ok || !errors.Is(err, ErrTimeout) {
 		t.Fatalf("ok=%v err=%v, want ErrTimeout", ok, err)
 	}
@@ -135,7 +137,7 @@ func TestIPMICommandTimeout(t *testing.T) {
 func TestIPMICommandSlow(t *testing.T) {
 	p := ipmiPoller("slow", 30*time.Second)
 	short, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
-	_, _, ok, _ := p.Get(short)
+	_, _, ok, _ := get(short, p)
 	cancel()
 	if ok {
 		t.Skip("the slow fake answered within 10ms: machine too fast to show the case")
@@ -143,7 +145,7 @@ func TestIPMICommandSlow(t *testing.T) {
 	var d DCMIReading
 	for i := 0; i < 300 && !ok; i++ { // bounded: up to ~30 s
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		d, _, ok, _ = p.Get(ctx)
+		d, _, ok, _ = get(ctx, p)
 		cancel()
 	}
 	if !ok || d.Current != 220 || p.Runs() != 1 {

@@ -93,7 +93,7 @@ func getJSON(ctx context.Context, client *http.Client, u string, header map[stri
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody)) // lets the connection be reused
 		return fmt.Errorf("HTTP %s", resp.Status)
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(v); err != nil {

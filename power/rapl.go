@@ -183,15 +183,15 @@ func (r *RAPL) Read(zones []Zone) ([]ZoneReading, error) {
 	return out, firstErr
 }
 
-// Increase is the growth of a counter that wraps to 0 past max: one wrap is
-// assumed when it went down. With max unknown (0) or a value beyond max
+// Increase is the growth of a counter that wraps to 0 past top: one wrap is
+// assumed when it went down. With top unknown (0) or a value beyond top
 // (the counter was reset, not wrapped) a decrease counts as a restart from 0.
-func Increase(prev, cur, max uint64) uint64 {
+func Increase(prev, cur, top uint64) uint64 {
 	if cur >= prev {
 		return cur - prev
 	}
-	if max == 0 || prev > max {
+	if top == 0 || prev > top {
 		return cur
 	}
-	return max - prev + cur
+	return top - prev + cur
 }

@@ -7,11 +7,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobscope/jobscope/internal/poll"
 	"github.com/jobscope/jobscope/slurmcli/slurmclitest"
 )
 
 // newFakeClock is a settable clock for the cache's poll interval and ages.
 func newFakeClock() *slurmclitest.Clock { return slurmclitest.NewClock(time.Unix(1795263000, 0)) }
+
+// serve is what a cluster collector does with a source: get, then serve.
+func serve[T any](ctx context.Context, c *Cache, p *poll.Poller[T]) (T, time.Duration, bool, error) {
+	r := p.Get(ctx)
+	v, ok, err := Serve(r, c.MaxAge())
+	return v, r.Age(), ok, err
+}
 
 func newTestCache(t *testing.T, b *slurmclitest.Bin, clk *slurmclitest.Clock, format Format, timeout time.Duration, srcs ...Source) *Cache {
 	c := NewCache(CacheConfig{
@@ -37,8 +45,8 @@ func TestCacheSingleFlight(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				snap := c.Get(context.Background())
-				if _, _, ok, err := snap.Value(SourceJobs); !ok || err != nil {
+				c.Refresh(context.Background())
+				if _, _, ok, err := serve(context.Background(), c, c.Jobs); !ok || err != nil {
 					t.Errorf("jobs: ok %v err %v", ok, err)
 				}
 			}()
@@ -73,13 +81,13 @@ func TestCacheServesLastGoodWithAge(t *testing.T) {
 	b.Fixtures(fixtures, "running")
 	clk := newFakeClock()
 	c := newTestCache(t, b, clk, FormatAuto, 30*time.Second, SourceJobs)
-	if _, age, ok, err := c.Get(context.Background()).Value(SourceJobs); !ok || err != nil || age != 0 {
+	if _, age, ok, err := serve(context.Background(), c, c.Jobs); !ok || err != nil || age != 0 {
 		t.Fatalf("first: age %v ok %v err %v", age, ok, err)
 	}
 	b.SetFail("squeue", true)
 	for i := 1; i <= 3; i++ {
 		clk.Add(time.Minute)
-		v, age, ok, err := c.Get(context.Background()).Value(SourceJobs)
+		v, age, ok, err := serve(context.Background(), c, c.Jobs)
 		if !ok || v == nil {
 			t.Fatalf("poll %d: last good value dropped before the maximum age", i)
 		}
@@ -91,12 +99,12 @@ func TestCacheServesLastGoodWithAge(t *testing.T) {
 		}
 	}
 	clk.Add(8 * time.Minute) // 11 minutes old now, max age 10
-	if _, _, ok, err := c.Get(context.Background()).Value(SourceJobs); ok || err == nil {
+	if _, _, ok, err := serve(context.Background(), c, c.Jobs); ok || err == nil {
 		t.Errorf("value older than the maximum age still served (err %v)", err)
 	}
 	b.SetFail("squeue", false)
 	clk.Add(time.Minute)
-	if _, age, ok, err := c.Get(context.Background()).Value(SourceJobs); !ok || err != nil || age != 0 {
+	if _, age, ok, err := serve(context.Background(), c, c.Jobs); !ok || err != nil || age != 0 {
 		t.Errorf("after recovery: age %v ok %v err %v", age, ok, err)
 	}
 	_, stats := c.Runner().Stats().Snapshot()
@@ -114,8 +122,8 @@ func TestCacheAutoFallsBackToText(t *testing.T) {
 	clk := newFakeClock()
 	c := newTestCache(t, b, clk, FormatAuto, 30*time.Second, SourceJobs)
 	for range 2 {
-		v, _, ok, err := c.Get(context.Background()).Value(SourceJobs)
-		if !ok || err != nil || len(v.([]Job)) != 11 {
+		v, _, ok, err := serve(context.Background(), c, c.Jobs)
+		if !ok || err != nil || len(v) != 11 {
 			t.Fatalf("ok %v err %v", ok, err)
 		}
 		clk.Add(time.Minute)
@@ -136,18 +144,18 @@ func TestCacheScrapeDeadline(t *testing.T) {
 	c := newTestCache(t, b, clk, FormatAuto, time.Hour, SourceJobs, SourceDiag)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	snap := c.Get(ctx)
+	c.Refresh(ctx)
 	pids := b.HungPIDs("sdiag")
 	for _, p := range pids {
 		if slurmclitest.Gone(p) {
 			t.Fatalf("sdiag (pid %d) ended before the scrape gave up: test proves nothing", p)
 		}
 	}
-	if _, _, ok, _ := snap.Value(SourceDiag); ok {
+	if _, _, ok, _ := serve(ctx, c, c.Diag); ok {
 		t.Error("hanging sdiag produced a value")
 	}
 	// squeue finished while sdiag hung: its result was published on its own.
-	if _, _, ok, err := snap.Value(SourceJobs); !ok || err != nil {
+	if _, _, ok, err := serve(ctx, c, c.Jobs); !ok || err != nil {
 		t.Errorf("jobs held back by the hanging sdiag: ok %v err %v", ok, err)
 	}
 	c.Close() // the exporter shutting down kills what still runs
@@ -166,8 +174,8 @@ func TestCacheAutoFallsBackOnJSONShape(t *testing.T) {
 	clk := newFakeClock()
 	c := newTestCache(t, b, clk, FormatAuto, 30*time.Second, SourceNodes)
 	for range 2 {
-		v, _, ok, err := c.Get(context.Background()).Value(SourceNodes)
-		if !ok || err != nil || len(v.([]Node)) != 1 {
+		v, _, ok, err := serve(context.Background(), c, c.Nodes)
+		if !ok || err != nil || len(v) != 1 {
 			t.Fatalf("ok %v err %v", ok, err)
 		}
 		clk.Add(time.Minute)
@@ -177,7 +185,7 @@ func TestCacheAutoFallsBackOnJSONShape(t *testing.T) {
 	}
 	// With --slurm.format=json there is no fallback: the error shows.
 	c2 := newTestCache(t, b, clk, FormatJSON, 30*time.Second, SourceNodes)
-	if _, _, ok, err := c2.Get(context.Background()).Value(SourceNodes); ok || err == nil {
+	if _, _, ok, err := serve(context.Background(), c2, c2.Nodes); ok || err == nil {
 		t.Errorf("json mode: ok %v err %v", ok, err)
 	}
 }
@@ -189,20 +197,20 @@ func TestCacheOverdueRefreshNotFresh(t *testing.T) {
 	b.Fixtures(fixtures, "running")
 	clk := newFakeClock()
 	c := newTestCache(t, b, clk, FormatAuto, time.Hour, SourceDiag)
-	if r := c.Get(context.Background()).Results[SourceDiag]; !r.Fresh() {
+	if r := c.Diag.Get(context.Background()); !r.Fresh() {
 		t.Fatalf("first poll not fresh: %+v", r)
 	}
 	b.Hang("sdiag")
 	clk.Add(2 * time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	snap := c.Get(ctx)
+	r := c.Diag.Get(ctx)
 	b.HungPIDs("sdiag")
-	v, age, ok, err := snap.Value(SourceDiag)
-	if !ok || v == nil || age != 2*time.Minute {
-		t.Errorf("previous value not served: ok %v age %v", ok, age)
+	v, ok, err := Serve(r, c.MaxAge())
+	if !ok || v == nil || r.Age() != 2*time.Minute {
+		t.Errorf("previous value not served: ok %v age %v", ok, r.Age())
 	}
-	if err == nil || !strings.Contains(err.Error(), "still running") || snap.Results[SourceDiag].Fresh() {
+	if err == nil || !strings.Contains(err.Error(), "still running") || r.Fresh() {
 		t.Errorf("overdue refresh presented as fresh: err %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package slurmcli
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 )
@@ -46,20 +47,19 @@ func FuzzParseSqueueJSON(f *testing.F) {
 	f.Add(smallSqueueJSON(f, "squeue-busy.json", 7, 8, 10, 11))
 	f.Add(smallSqueueJSON(f, "../24.11/squeue-running.json", 11, 13, 18))
 	f.Add([]byte(`{"jobs":[{"job_id":{"set":true,"number":1},"job_state":["PENDING"],"array_task_string":"1-9:2%3"}]}`))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		jobs, err := ParseSqueueJSON(bytes.NewReader(b))
-		if err == nil {
-			checkJobs(t, jobs)
-		}
-	})
+	fuzzParse(f, ParseSqueueJSON, checkJobs)
 }
 
 func FuzzParseSqueueText(f *testing.F) {
 	seed(f, "squeue-O-busy.txt", "squeue-r-running.txt")
+	fuzzParse(f, ParseSqueueText, checkJobs)
+}
+
+// fuzzParse feeds fuzzed input to parse and checks what parses.
+func fuzzParse[T any](f *testing.F, parse func(io.Reader) (T, error), check func(*testing.T, T)) {
 	f.Fuzz(func(t *testing.T, b []byte) {
-		jobs, err := ParseSqueueText(bytes.NewReader(b))
-		if err == nil {
-			checkJobs(t, jobs)
+		if v, err := parse(bytes.NewReader(b)); err == nil {
+			check(t, v)
 		}
 	})
 }
@@ -74,22 +74,12 @@ func checkJobs(t *testing.T, jobs []Job) {
 
 func FuzzParseSinfoJSON(f *testing.F) {
 	seed(f, "sinfo-running.json", "sinfo-busy.json", "../24.11/sinfo-running.json")
-	f.Fuzz(func(t *testing.T, b []byte) {
-		nodes, err := ParseSinfoJSON(bytes.NewReader(b))
-		if err == nil {
-			checkNodes(t, nodes)
-		}
-	})
+	fuzzParse(f, ParseSinfoJSON, checkNodes)
 }
 
 func FuzzParseScontrolNodes(f *testing.F) {
 	seed(f, "scontrol-show-node-o-running.txt", "scontrol-show-node-o-busy.txt", "../24.11/scontrol-show-node-o-running.txt")
-	f.Fuzz(func(t *testing.T, b []byte) {
-		nodes, err := ParseScontrolNodes(bytes.NewReader(b))
-		if err == nil {
-			checkNodes(t, nodes)
-		}
-	})
+	fuzzParse(f, ParseScontrolNodes, checkNodes)
 }
 
 func checkNodes(t *testing.T, nodes []Node) {

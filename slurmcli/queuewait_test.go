@@ -37,7 +37,7 @@ func TestPendingWaits(t *testing.T) {
 
 func TestQueueTracker(t *testing.T) {
 	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	at := t0.Add
 	tr := NewQueueTracker(t0, 10*time.Minute)
 	run := func(id, part, qos string, submit, start time.Duration) Job {
 		return Job{ID: id, RawID: id, State: "RUNNING", Partition: part, QOS: qos, Count: 1, Allocated: true,

@@ -76,9 +76,9 @@ func isReasonCode(s string) bool {
 
 // BoundedText makes free text (a node's drain reason, a reservation's user
 // list) fit for a label value: control characters dropped, runs of spaces
-// folded, invalid UTF-8 replaced, and cut to max bytes on a character
+// folded, invalid UTF-8 replaced, and cut to limit bytes on a character
 // boundary, with "…" marking the cut.
-func BoundedText(s string, max int) string {
+func BoundedText(s string, limit int) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	var b strings.Builder
 	space := false
@@ -97,11 +97,11 @@ func BoundedText(s string, max int) string {
 		b.WriteRune(r)
 	}
 	out := b.String()
-	if len(out) <= max {
+	if len(out) <= limit {
 		return out
 	}
 	const ellipsis = "…"
-	cut := max - len(ellipsis)
+	cut := limit - len(ellipsis)
 	for cut > 0 && !utf8Start(out[cut]) {
 		cut--
 	}

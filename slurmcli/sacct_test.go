@@ -19,11 +19,11 @@ func TestSacctIncremental(t *testing.T) {
 	c.EnableSacct(NewSacctCounter(since, 10*time.Minute, 0, time.UTC))
 	counts := func() map[EndKey]float64 {
 		t.Helper()
-		v, _, ok, err := c.Get(context.Background()).Value(SourceSacct)
+		v, _, ok, err := serve(context.Background(), c, c.Sacct)
 		if !ok {
 			t.Fatalf("no sacct value: %v", err)
 		}
-		return v.(SacctCounts).Ended
+		return v.Ended
 	}
 	// 12:00-12:10, "running" capture: job 1 (completed 12:09:25) and
 	// job 11 (cancelled 12:09:43) have ended.
@@ -55,7 +55,7 @@ func TestSacctIncremental(t *testing.T) {
 	// nothing new.
 	b.SetFail("sacct", true)
 	clk.Add(time.Minute)
-	if v, _, _, err := c.Get(context.Background()).Value(SourceSacct); err == nil || !reflect.DeepEqual(v.(SacctCounts).Ended, want) {
+	if v, _, _, err := serve(context.Background(), c, c.Sacct); err == nil || !reflect.DeepEqual(v.Ended, want) {
 		t.Errorf("failing poll: %v, %v", v, err)
 	}
 	b.SetFail("sacct", false)

@@ -5,6 +5,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/jobscope/jobscope/collector/ebpf"
+	gpucoll "github.com/jobscope/jobscope/collector/gpu"
 	"github.com/jobscope/jobscope/slurmcli"
 )
 
@@ -25,6 +27,8 @@ type options struct {
 	scontrolFallback               bool          // deprecated: see nodeMetaOptions
 	scontrolTimeout                time.Duration // deprecated
 	version, helpMan               bool
+	bpf                            *ebpf.Options
+	gpu                            *gpucoll.Options
 }
 
 // nodeMetaOptions configure node mode's background squeue for job metadata.
@@ -63,5 +67,9 @@ func registerFlags(fs *pflag.FlagSet) *options {
 	// Packaging writes the man page from the flag set the binary parses.
 	fs.BoolVar(&o.helpMan, "help-man", false, "Print the man page (roff) and exit.")
 	_ = fs.MarkHidden("help-man")
+	// The eBPF programs and the GPU backend are built here, before the
+	// collectors, which share them.
+	o.bpf = ebpf.RegisterFlags(fs)
+	o.gpu = gpucoll.RegisterFlags(fs)
 	return o
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/registry"
 	"github.com/jobscope/jobscope/internal/fixturegen"
 )
 
@@ -48,22 +49,22 @@ func node128(t testing.TB) []string {
 		"--slurm.job-props-dir=" + t.TempDir(), "--collector.ebpf=false", "--collector.gpu=false", "--collector.power=false"}
 }
 
-func startNode(t testing.TB, args []string) (*httptest.Server, *collector.Shared) {
+func startNode(t testing.TB, args []string) (*httptest.Server, func()) {
 	t.Helper()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	o := registerFlags(fs)
-	set := collector.RegisterFlags(fs, collector.Factories())
+	set := collector.RegisterFlags(fs, registry.Factories())
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
 	logger, _ := newLogger("error", "json", io.Discard)
-	exp, shared, err := buildExporter(o, fs, set, collector.ModeNode, logger)
+	exp, release, err := buildExporter(o, fs, set, collector.ModeNode, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(newMux(exp, o, logger))
-	t.Cleanup(func() { srv.Close(); exp.Close(); shared.Close() })
-	return srv, shared
+	t.Cleanup(func() { srv.Close(); release() })
+	return srv, release
 }
 
 // With slurmctld unreachable (squeue and scontrol hang), every scrape of
@@ -72,7 +73,7 @@ func startNode(t testing.TB, args []string) (*httptest.Server, *collector.Shared
 // command is on the scrape path. At shutdown the squeue is killed.
 func TestScrapeWithHungSlurm(t *testing.T) {
 	started := hungSlurm(t)
-	srv, shared := startNode(t, node128(t))
+	srv, release := startNode(t, node128(t))
 	pid := 0
 	for i := range 3 {
 		body := get(t, srv.URL+"/metrics")
@@ -94,7 +95,7 @@ func TestScrapeWithHungSlurm(t *testing.T) {
 			t.Fatalf("scrape %d: the squeue has ended: the scrape may have waited for it", i)
 		}
 	}
-	shared.Close()
+	release()
 	if syscall.Kill(pid, 0) == nil {
 		t.Errorf("squeue %d still runs after shutdown", pid)
 	}
@@ -144,11 +145,11 @@ func BenchmarkScrape128(b *testing.B) {
 func TestLandingDiscovery(t *testing.T) {
 	o, set, fs := demoOptions(t)
 	logger, _ := newLogger("error", "json", io.Discard)
-	exp, shared, err := buildExporter(o, fs, set, collector.ModeNode, logger)
+	exp, release, err := buildExporter(o, fs, set, collector.ModeNode, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer shared.Close()
+	defer release()
 	srv := httptest.NewServer(newMux(exp, o, logger))
 	defer srv.Close()
 	get(t, srv.URL+"/metrics")

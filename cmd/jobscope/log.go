@@ -20,7 +20,7 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 	case "text", "logfmt":
 		f, isFile := w.(*os.File)
 		color := isFile && isTerminal(f)
-		return slog.New(tint.NewHandler(w, &tint.Options{Level: l, NoColor: !color, TimeFormat: "2006-01-02T15:04:05.000Z07:00"})), nil
+		return slog.New(tint.NewTextHandler(w, &tint.Options{Level: l, NoColor: !color, TimeFormat: "2006-01-02T15:04:05.000Z07:00"})), nil
 	}
 	return nil, fmt.Errorf("invalid --log.format %q: use text or json", format)
 }

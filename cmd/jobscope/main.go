@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/registry"
 	"github.com/jobscope/jobscope/internal/report"
 )
 
@@ -34,7 +35,7 @@ func main() {
 func newFlagSet() (*pflag.FlagSet, *options, *collector.Set) {
 	fs := pflag.NewFlagSet("jobscope", pflag.ContinueOnError)
 	opts := registerFlags(fs)
-	set := collector.RegisterFlags(fs, collector.Factories())
+	set := collector.RegisterFlags(fs, registry.Factories())
 	fs.SortFlags = false
 	return fs, opts, set
 }
@@ -80,7 +81,7 @@ func run(args []string) int {
 		}
 	}
 
-	exp, shared, err := buildExporter(opts, fs, set, mode, logger)
+	exp, release, err := buildExporter(opts, fs, set, mode, logger)
 	if err != nil {
 		logger.Error("cannot start", "err", err)
 		if errors.As(err, new(*flagError)) {
@@ -111,7 +112,6 @@ func run(args []string) int {
 			logger.Warn("shutdown", "err", err)
 		}
 	}
-	exp.Close()
-	shared.Close()
+	release()
 	return 0
 }

@@ -12,13 +12,14 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/registry"
 )
 
 func demoOptions(t *testing.T) (*options, *collector.Set, *pflag.FlagSet) {
 	t.Helper()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	o := registerFlags(fs)
-	set := collector.RegisterFlags(fs, collector.Factories())
+	set := collector.RegisterFlags(fs, registry.Factories())
 	root := filepath.Join("..", "..", "testdata", "demo")
 	err := fs.Parse([]string{
 		"--path.cgroupfs=" + filepath.Join(root, "cgroup"), "--path.procfs=" + filepath.Join(root, "proc"),
@@ -51,8 +52,12 @@ func TestServeDemo(t *testing.T) {
 		t.Error("landing page")
 	}
 	resp, err := http.Get(srv.URL + "/nope")
-	if err != nil || resp.StatusCode != 404 {
-		t.Errorf("unknown path: %v %v", resp, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Errorf("unknown path: %v", resp.StatusCode)
 	}
 }
 
@@ -91,19 +96,19 @@ func TestBadFlagsExit(t *testing.T) {
 // Controller mode turns node collectors off unless asked for.
 func TestModeDefaults(t *testing.T) {
 	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
-	set := collector.RegisterFlags(fs, collector.Factories())
+	set := collector.RegisterFlags(fs, registry.Factories())
 	_ = fs.Parse(nil)
 	if !contains(set.Enabled(collector.ModeNode), "cgroup") || contains(set.Enabled(collector.ModeController), "cgroup") {
 		t.Error("cgroup collector defaults")
 	}
 	fs = pflag.NewFlagSet("t", pflag.ContinueOnError)
-	set = collector.RegisterFlags(fs, collector.Factories())
+	set = collector.RegisterFlags(fs, registry.Factories())
 	_ = fs.Parse([]string{"--collector.cgroup"})
 	if !contains(set.Enabled(collector.ModeController), "cgroup") {
 		t.Error("--collector.cgroup must override the controller default")
 	}
 	fs = pflag.NewFlagSet("t", pflag.ContinueOnError)
-	set = collector.RegisterFlags(fs, collector.Factories())
+	set = collector.RegisterFlags(fs, registry.Factories())
 	_ = fs.Parse([]string{"--collector.cgroup=false"})
 	if contains(set.Enabled(collector.ModeNode), "cgroup") {
 		t.Error("--collector.cgroup=false must turn it off")

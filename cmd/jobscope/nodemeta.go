@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/jobscope/jobscope/collector/discovery"
+	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/slurmcli"
 )
 

@@ -5,50 +5,15 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
-	"runtime"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
-	"github.com/jobscope/jobscope/collector/discovery"
 )
-
-// buildExporter builds the enabled collectors; the Shared it returns holds
-// what they share (GPU backend, Slurm cache), closed at shutdown.
-func buildExporter(o *options, fs *pflag.FlagSet, set *collector.Set, mode collector.Mode, logger *slog.Logger) (*collector.Exporter, *collector.Shared, error) {
-	names := set.Enabled(mode)
-	env := &collector.Env{CgroupFS: o.cgroupfs, ProcFS: o.procfs, SysFS: o.sysfs, Logger: logger, Shared: collector.NewShared()}
-	problems := collector.NewProblems(logger)
-	if set.NeedsJobs(names) {
-		layout, err := discovery.DetectLayout(o.cgroupfs, o.procfs)
-		if err != nil {
-			// Without cgroups no job is found; the exporter still serves its
-			// self metrics and any collector that does not need jobs.
-			logger.Error("no cgroup hierarchy found: no jobs will be reported", "err", err)
-		}
-		queue, err := nodeMetaQueue(fs, o, logger)
-		if err != nil {
-			return nil, nil, err
-		}
-		env.Discoverer = discovery.New(discovery.Config{
-			Layout: layout, ProcFS: o.procfs, PropsDir: o.propsDir, Logger: logger,
-			Queue: queue, QueueInterval: o.nodeMeta.interval, QueueTimeout: o.nodeMeta.timeout,
-			NodeNames: o.nodeMeta.nodeNames, Hostname: shortHostname(),
-		})
-		env.Shared.Set("discovery", env.Discoverer) // its background squeue stops at shutdown
-		logSurvey(logger, layout, env.Discoverer.Survey(), queue != nil)
-	}
-	built := set.Build(env, names, func(name string, err error) {
-		logger.Warn("collector unavailable: its success metric stays 0", "collector", name, "err", err)
-	})
-	info := collector.BuildInfo{Version: version, Revision: revision, GoVersion: runtime.Version()}
-	return collector.NewExporter(built, env.Discoverer, problems, logger, info), env.Shared, nil
-}
 
 func newMux(exp *collector.Exporter, o *options, logger *slog.Logger) *http.ServeMux {
 	// One registry per scrape binds the scrape's deadline; the Go and
@@ -87,16 +52,16 @@ func newMux(exp *collector.Exporter, o *options, logger *slog.Logger) *http.Serv
 }
 
 // scrapeTimeout leaves Prometheus half a second to receive the answer.
-func scrapeTimeout(r *http.Request, max time.Duration) time.Duration {
+func scrapeTimeout(r *http.Request, limit time.Duration) time.Duration {
 	if v := r.Header.Get("X-Prometheus-Scrape-Timeout-Seconds"); v != "" {
 		if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
 			d := time.Duration(s*float64(time.Second)) - 500*time.Millisecond
-			if d > 100*time.Millisecond && d < max {
+			if d > 100*time.Millisecond && d < limit {
 				return d
 			}
 		}
 	}
-	return max
+	return limit
 }
 
 var landingTmpl = template.Must(template.New("landing").Parse(`<!doctype html>

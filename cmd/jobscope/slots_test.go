@@ -26,8 +26,7 @@ func (b blockingCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Met
 // deadline passes while waiting gets 503.
 func TestScrapeSlots(t *testing.T) {
 	release := make(chan struct{})
-	exp := collector.NewExporter(map[string]collector.Collector{"block": blockingCollector{release}}, nil,
-		collector.NewProblems(nil), nil, collector.BuildInfo{})
+	exp := collector.NewExporter(map[string]collector.Collector{"block": blockingCollector{release}}, collector.Options{Problems: collector.NewProblems(nil)})
 	logger, _ := newLogger("error", "json", io.Discard)
 	o := &options{metricsPath: "/metrics", scrapeTimeout: 10 * time.Second, maxRequests: 1}
 	srv := httptest.NewServer(newMux(exp, o, logger))

@@ -13,6 +13,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 )
 
 // UUID is the fixed UUID of GPU i.
@@ -25,7 +26,7 @@ func MIGUUID(j int) string { return fmt.Sprintf("MIG-00000000-0000-4000-8000-000
 // instances; PIDs lists the compute processes per GPU index (and per MIG
 // instance as 70+j).
 type Node struct {
-	*dgxa100.Server
+	*server.Server
 	PIDs map[int][]uint32
 	// Missing lists NVML symbols this node's "driver" lacks (an old driver).
 	Missing map[string]bool
@@ -46,13 +47,13 @@ func New() *Node {
 		return nil
 	}
 	for i, d := range n.Devices {
-		dev := d.(*dgxa100.Device)
+		dev := d.(*server.Device)
 		dev.UUID = UUID(i)
 		dev.MemoryInfo.Used = uint64(i) << 30
 		setTelemetry(dev, i, n)
 		setMemoryV2(dev)
 	}
-	last := n.Devices[7].(*dgxa100.Device)
+	last := n.Devices[7].(*server.Device)
 	last.MigMode = nvml.DEVICE_MIG_ENABLE
 	// A MIG-enabled GPU reports no utilisation of its own.
 	last.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) { return nvml.Utilization{}, nvml.ERROR_NOT_SUPPORTED }
@@ -121,7 +122,7 @@ func (n *Node) Pending() int {
 	return len(n.xid)
 }
 
-func setTelemetry(dev *dgxa100.Device, i int, n *Node) {
+func setTelemetry(dev *server.Device, i int, n *Node) {
 	ok := nvml.SUCCESS
 	dev.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) {
 		return nvml.Utilization{Gpu: uint32(10 * i), Memory: uint32(5 * i)}, ok
@@ -149,7 +150,7 @@ const Reserved = 480 << 20
 // setMemoryV2 answers nvmlDeviceGetMemoryInfo_v2 as a real driver does: the
 // total includes the driver's reservation, used and free do not. The mock's
 // v1 MemoryInfo is taken as what processes see.
-func setMemoryV2(dev *dgxa100.Device) {
+func setMemoryV2(dev *server.Device) {
 	dev.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) {
 		m := dev.MemoryInfo
 		return nvml.Memory_v2{Total: m.Total + Reserved, Reserved: Reserved, Used: m.Used, Free: m.Total - m.Used}, nvml.SUCCESS

@@ -25,7 +25,7 @@ func main() {
 	scrapes := flag.Int("scrapes", 30, "scrapes per tree")
 	extra := flag.String("flags", "", "extra jobscope flags, space-separated (e.g. --collector.process=false)")
 	flag.Parse()
-	fmt.Printf("%-6s %12s %12s %12s %10s %10s %10s\n", "jobs", "median_ms", "p90_ms", "bytes", "rss_MiB", "hwm_MiB", "anon_MiB")
+	fmt.Printf("%-6s %12s %12s %12s %10s %10s %10s %10s\n", "jobs", "median_ms", "p90_ms", "bytes", "rss_MiB", "hwm_MiB", "anon_MiB", "cpu_ms")
 	for _, s := range strings.Split(*jobs, ",") {
 		n, err := strconv.Atoi(s)
 		if err != nil {
@@ -73,6 +73,7 @@ func measure(bin string, n, scrapes int, extra []string) error {
 		return err
 	}
 	var ds []time.Duration
+	cpu0 := benchproc.CPUTime(cmd.Process.Pid)
 	for range scrapes {
 		start := time.Now()
 		if size, err = scrape(url); err != nil {
@@ -80,9 +81,10 @@ func measure(bin string, n, scrapes int, extra []string) error {
 		}
 		ds = append(ds, time.Since(start))
 	}
+	cpu := (benchproc.CPUTime(cmd.Process.Pid) - cpu0) / time.Duration(scrapes)
 	sort.Slice(ds, func(a, b int) bool { return ds[a] < ds[b] })
 	rss, hwm, anon := benchproc.Memory(cmd.Process.Pid)
-	fmt.Printf("%-6d %12.2f %12.2f %12d %10.1f %10.1f %10.1f\n", n, ms(ds[len(ds)/2]), ms(ds[len(ds)*9/10]), size, rss, hwm, anon)
+	fmt.Printf("%-6d %12.2f %12.2f %12d %10.1f %10.1f %10.1f %10.2f\n", n, ms(ds[len(ds)/2]), ms(ds[len(ds)*9/10]), size, rss, hwm, anon, ms(cpu))
 	return nil
 }
 

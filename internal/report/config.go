@@ -161,7 +161,7 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("sacct %q: want auto, always or never", c.Sacct)
 	}
-	if c.NodeLabel == "" || !model.LabelName(c.NodeLabel).IsValidLegacy() {
+	if c.NodeLabel == "" || !model.LegacyValidation.IsValidLabelName(c.NodeLabel) {
 		return fmt.Errorf("node_label %q is not a label name", c.NodeLabel)
 	}
 	t := c.Thresholds

@@ -133,13 +133,13 @@ var tickSteps = []time.Duration{10 * time.Second, 30 * time.Second, time.Minute,
 	5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour,
 	3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour, 48 * time.Hour, 7 * 24 * time.Hour}
 
-func (tt timeTicks) Ticks(min, max float64) []plot.Tick {
-	if !(max > min) {
+func (tt timeTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) {
 		return nil
 	}
 	step := tickSteps[len(tickSteps)-1]
 	for _, s := range tickSteps {
-		if (max-min)/s.Seconds() <= 5 {
+		if (hi-lo)/s.Seconds() <= 5 {
 			step = s
 			break
 		}
@@ -150,17 +150,17 @@ func (tt timeTicks) Ticks(min, max float64) []plot.Tick {
 		format = "15:04:05"
 	case step >= 24*time.Hour:
 		format = "Jan 2"
-	case max-min > 86400:
+	case hi-lo > 86400:
 		format = "Jan 2 15:04"
 	}
 	// Align to whole steps in the report's zone (days start at midnight).
-	_, offset := time.Unix(int64(min), 0).In(tt.loc).Zone()
+	_, offset := time.Unix(int64(lo), 0).In(tt.loc).Zone()
 	sec := step.Seconds()
-	first := math.Ceil((min+float64(offset))/sec)*sec - float64(offset)
+	first := math.Ceil((lo+float64(offset))/sec)*sec - float64(offset)
 	var ticks []plot.Tick
-	for v := first; v <= max; v += sec {
+	for v := first; v <= hi; v += sec {
 		ticks = append(ticks, plot.Tick{Value: v, Label: time.Unix(int64(v), 0).In(tt.loc).Format(format)})
-		for m := 1; m < 4 && v+float64(m)*sec/4 <= max; m++ {
+		for m := 1; m < 4 && v+float64(m)*sec/4 <= hi; m++ {
 			ticks = append(ticks, plot.Tick{Value: v + float64(m)*sec/4})
 		}
 	}

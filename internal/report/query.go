@@ -34,8 +34,8 @@ func newScope(id, nodeLabel string, nodes []string, from, at time.Time, interval
 		step = time.Second
 	}
 	// Subqueries over long jobs stay under ~5000 steps.
-	if min := span / 5000; step < min {
-		step = min
+	if least := span / 5000; step < least {
+		step = least
 	}
 	return scope{id: id, node: nodeLabel, nodes: nodes, at: at, win: "[" + promDur(span) + "]", step: promDur(step)}
 }

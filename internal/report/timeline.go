@@ -17,10 +17,8 @@ func (r *runner) sacctRecords(ctx context.Context, id, cluster string) ([]slurmc
 	if r.slurm == nil {
 		return nil, "", nil
 	}
-	if r.cfg.Sacct == "auto" {
-		if _, err := exec.LookPath(r.slurm.Path("sacct")); err != nil {
-			return nil, "", nil
-		}
+	if r.cfg.Sacct == "auto" && !onPath(r.slurm.Path("sacct")) {
+		return nil, "", nil
 	}
 	recs, err := slurmcli.SacctRecords(ctx, r.slurm, id, cluster, r.loc)
 	if err != nil {
@@ -30,6 +28,13 @@ func (r *runner) sacctRecords(ctx context.Context, id, cluster string) ([]slurmc
 		return nil, fmt.Sprintf("sacct failed (%v): submit time, time limit and final state are unknown.", err), nil
 	}
 	return recs, "", nil
+}
+
+// onPath reports whether name is an executable found on $PATH (or a path
+// to one).
+func onPath(name string) bool {
+	_, err := exec.LookPath(name)
+	return err == nil
 }
 
 // matchSacct picks the sacct record of the job Prometheus saw: same

@@ -164,7 +164,7 @@ func (b *Bin) HungPIDs(name string) []int {
 	b.t.Cleanup(func() {
 		for _, p := range pids {
 			if !Gone(p) {
-				syscall.Kill(p, syscall.SIGKILL)
+				_ = syscall.Kill(p, syscall.SIGKILL) // gone meanwhile: nothing to do
 			}
 		}
 	})

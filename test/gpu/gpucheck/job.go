@@ -159,11 +159,11 @@ func (p *loadProc) stop() {
 	fmt.Fprintln(p.in, "exit")
 	p.in.Close()
 	done := make(chan struct{})
-	go func() { p.cmd.Wait(); close(done) }()
+	go func() { _ = p.cmd.Wait(); close(done) }() // its exit status is not the check
 	select {
 	case <-done:
 	case <-time.After(20 * time.Second):
-		p.cmd.Process.Kill()
+		_ = p.cmd.Process.Kill() // gone meanwhile: done closes anyway
 		<-done
 	}
 	for _, d := range p.dirs {

@@ -43,13 +43,13 @@ func startJobscope(bin, name, addr, out string, args ...string) (*instance, erro
 
 func (in *instance) stop() {
 	if in != nil && in.cmd.Process != nil {
-		in.cmd.Process.Signal(os.Interrupt)
+		_ = in.cmd.Process.Signal(os.Interrupt) // gone already: Wait returns at once
 		done := make(chan struct{})
-		go func() { in.cmd.Wait(); close(done) }()
+		go func() { _ = in.cmd.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
-			in.cmd.Process.Kill()
+			_ = in.cmd.Process.Kill()
 		}
 	}
 }
@@ -109,7 +109,10 @@ func must(err error) {
 	}
 }
 
-func main() {
+func main() { os.Exit(run()) }
+
+// run is the check; main exits with its status once the deferred stops ran.
+func run() int {
 	bin := flag.String("jobscope", ".gpurun/jobscope", "jobscope binary")
 	load := flag.String("load", "/tmp/gpuload", "gpuload binary")
 	out := flag.String("out", os.Getenv("OUT"), "results directory")
@@ -122,7 +125,7 @@ func main() {
 	flag.Parse()
 	if *dump != "" {
 		dumpOnly(*dump)
-		return
+		return 0
 	}
 	logf, err := os.Create(filepath.Join(*out, "gpucheck.log"))
 	must(err)
@@ -196,7 +199,7 @@ func main() {
 	_, err = j2.do("busy 8", "begin busy", 10*time.Second)
 	must(err)
 	procP := observe("process-mapped", 7*time.Second, a, b)
-	j2.do("", "end busy", 30*time.Second)
+	_, _ = j2.do("", "end busy", 30*time.Second) // the job ends with stop either way
 	j2.stop()
 
 	// Job 4244: Slurm with gres.conf Flags=env_uuid puts UUIDs in the environment.
@@ -211,7 +214,6 @@ func main() {
 	// Scrape cost: the gpu collector alone, back to back.
 	c, err := startJobscope(*bin, "c", "127.0.0.1:19903", *out, append(common,
 		"--collector.cgroup=false", "--collector.process=false", "--collector.power=false", "--collector.ebpf=false")...)
-	defer c.stop()
 	must(err)
 	var gpuDur, httpDur []float64
 	for i := 0; i < 60; i++ {
@@ -225,6 +227,7 @@ func main() {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	c.stop()
 
 	evaluate(r, evalInput{
 		uuid: uuid, smi: smi, ctx: ctx, allocIdle: allocIdle, busy: busyP, tensor: tensorP, idle: idleP,
@@ -236,10 +239,11 @@ func main() {
 	dumpSeries(filepath.Join(*out, "series-nojob-a.txt"), free1.last("a"))
 	table := r.table()
 	fmt.Print(table)
-	os.WriteFile(filepath.Join(*out, "gpu-report.md"), []byte(table), 0o644)
+	writeOut(filepath.Join(*out, "gpu-report.md"), table)
 	if r.fails > 0 {
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 func dumpSeries(path string, s *scrape) {
@@ -252,7 +256,14 @@ func dumpSeries(path string, s *scrape) {
 			b.WriteString(l + "\n")
 		}
 	}
-	os.WriteFile(path, []byte(b.String()), 0o644)
+	writeOut(path, b.String())
+}
+
+// writeOut saves one artefact of the run; a failure is said, the checks go on.
+func writeOut(path, s string) {
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "gpucheck:", err)
+	}
 }
 
 // dumpOnly prints the GPU series of a running jobscope (the DCGM check).

@@ -192,6 +192,6 @@ func field(line, key string) string {
 
 func num(s string) float64 {
 	var v float64
-	fmt.Sscan(s, &v)
+	_, _ = fmt.Sscan(s, &v) // not a number: 0
 	return v
 }

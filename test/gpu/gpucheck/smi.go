@@ -73,8 +73,8 @@ func (s *smiSampler) read(sc *bufio.Scanner) {
 
 func (s *smiSampler) stop() {
 	if s != nil && s.cmd.Process != nil {
-		s.cmd.Process.Kill()
-		s.cmd.Wait()
+		_ = s.cmd.Process.Kill() // nvidia-smi gone already: Wait says so
+		_ = s.cmd.Wait()
 	}
 }
 

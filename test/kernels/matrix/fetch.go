@@ -89,7 +89,9 @@ func kernel(work, mirrorURL, suite string) (string, error) {
 			return "", err
 		}
 	}
-	os.MkdirAll(kdir, 0o755)
+	if err := os.MkdirAll(kdir, 0o755); err != nil {
+		return "", err
+	}
 	// Only the kernel image: no modules are needed (no disk, no NIC).
 	x := exec.Command("sh", "-c", `dpkg-deb --fsys-tarfile "$1" | tar -x -C "$2" "$3"`, "sh", deb, kdir, member)
 	if out, err := x.CombinedOutput(); err != nil {
@@ -132,7 +134,9 @@ func findVmlinuz(dir string) string {
 
 // download fetches a package into dir unless a version of it is there.
 func download(dir string, opts []string, pkg string) (string, error) {
-	os.MkdirAll(dir, 0o755)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
 	if m, _ := filepath.Glob(filepath.Join(dir, pkg+"_*.deb")); len(m) == 0 {
 		cmd := exec.Command("apt-get", append(opts, "-qq", "download", pkg)...)
 		cmd.Dir = dir

@@ -86,7 +86,9 @@ func main() {
 	}
 	table := render(rows)
 	fmt.Print(table)
-	os.WriteFile(filepath.Join(*work, "matrix.md"), []byte(table), 0o644)
+	if err := os.WriteFile(filepath.Join(*work, "matrix.md"), []byte(table), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "kernel matrix:", err)
+	}
 	fmt.Printf("\nkernel matrix: %s in %s, of which %s waiting for other VMs (console logs in %s/logs)\n",
 		verdict(map[bool][]string{true: {"failed"}}[failed]), time.Since(start).Round(time.Second), lockWait.Round(time.Second), *work)
 	if failed {
@@ -127,7 +129,9 @@ var lockWait time.Duration
 // result is tried up to three times.
 func vm(work string, b boot, vmlinuz, initrd string) (*report.Result, string, time.Duration, error) {
 	logs := filepath.Join(work, "logs")
-	os.MkdirAll(logs, 0o755)
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		return nil, "", 0, err
+	}
 	name := b.suite
 	appendArgs := "console=ttyS0 panic=-1 quiet"
 	if b.noBTF {
@@ -152,7 +156,9 @@ func vm(work string, b boot, vmlinuz, initrd string) (*report.Result, string, ti
 		out, err = cmd.CombinedOutput()
 		cancel()
 		logPath := filepath.Join(logs, fmt.Sprintf("%s.%d.log", name, try))
-		os.WriteFile(logPath, out, 0o644)
+		if err := os.WriteFile(logPath, out, 0o644); err != nil {
+			logPath = "(log not saved: " + err.Error() + ")"
+		}
 		if res = report.Parse(string(out)); res == nil {
 			// Seen here: a kernel Oops ("int3") while the kernel patches its
 			// own code (a tracepoint attached or detached), the TCG issue

@@ -39,7 +39,7 @@ func main() {
 		}
 		err := unix.Exec("/proc/self/exe", os.Args, append(os.Environ(), "JSX_SETUP="+state))
 		fmt.Println("JSX-BEGIN\n" + (&report.Result{Failures: []string{"re-exec: " + err.Error()}}).Line())
-		unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
+		_ = unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF) // returns only on failure; qemu's timeout ends it then
 	}
 	var r report.Result
 	if s := os.Getenv("JSX_SETUP"); inVM && s != "ok" {
@@ -51,7 +51,9 @@ func main() {
 	}
 	fmt.Println("JSX-BEGIN")
 	var u unix.Utsname
-	unix.Uname(&u)
+	if err := unix.Uname(&u); err != nil {
+		r.Failures = append(r.Failures, "uname: "+err.Error())
+	}
 	r.Kernel = unix.ByteSliceToString(u.Release[:])
 	if err := run(&r, *jobscope); err != nil {
 		r.Failures = append(r.Failures, err.Error())
@@ -59,7 +61,7 @@ func main() {
 	fmt.Println(r.Line())
 	if inVM {
 		unix.Sync()
-		unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
+		_ = unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF) // returns only on failure; qemu's timeout ends it then
 		select {}
 	}
 	if len(r.Failures) > 0 {
@@ -79,7 +81,7 @@ func setup() error {
 		{"cgroup2", "/sys/fs/cgroup", "cgroup2", ""},
 		{"bpf", "/sys/fs/bpf", "bpf", "mode=0700"},
 	} {
-		os.MkdirAll(m.dst, 0o755)
+		_ = os.MkdirAll(m.dst, 0o755) // the mount below says what went wrong
 		if err := unix.Mount(m.src, m.dst, m.typ, 0, m.opts); err != nil {
 			return fmt.Errorf("mount %s: %w", m.dst, err)
 		}
@@ -133,7 +135,7 @@ func enableControllers(root, dir string) {
 		for _, c := range []string{"cpu", "cpuset", "memory", "io", "pids"} {
 			// A controller the kernel lacks, or one bound elsewhere, is
 			// simply not enabled.
-			os.WriteFile(filepath.Join(p, "cgroup.subtree_control"), []byte("+"+c), 0)
+			_ = os.WriteFile(filepath.Join(p, "cgroup.subtree_control"), []byte("+"+c), 0)
 		}
 	}
 }
@@ -147,7 +149,7 @@ func pinSelf(cpu int) {
 	for _, d := range tids {
 		var tid int
 		if _, err := fmt.Sscan(d.Name(), &tid); err == nil {
-			unix.SchedSetaffinity(tid, &set)
+			_ = unix.SchedSetaffinity(tid, &set) // a thread that ended meanwhile
 		}
 	}
 	runtime.Gosched()

@@ -34,8 +34,11 @@ func product(r *report.Result, bin, v2 string) {
 	defer rmJob(v2, "job_"+id)
 	props, _ := os.MkdirTemp("", "jsx-props")
 	defer os.RemoveAll(props)
-	os.WriteFile(filepath.Join(props, id), []byte(fmt.Sprintf(
-		"SLURM_JOB_ID=%s\nSLURM_JOB_USER=root\nSLURM_JOB_UID=0\nSLURM_JOB_ACCOUNT=matrix\nSLURM_JOB_PARTITION=test\n", id)), 0o644)
+	if err := os.WriteFile(filepath.Join(props, id), []byte(fmt.Sprintf(
+		"SLURM_JOB_ID=%s\nSLURM_JOB_USER=root\nSLURM_JOB_UID=0\nSLURM_JOB_ACCOUNT=matrix\nSLURM_JOB_PARTITION=test\n", id)), 0o644); err != nil {
+		fail("job properties: %v", err)
+		return
+	}
 	pin := "/sys/fs/bpf/jobscope_matrix_" + id
 	defer os.RemoveAll(pin)
 	// A free port (this machine runs other exporters).
@@ -65,8 +68,9 @@ func product(r *report.Result, bin, v2 string) {
 		}
 	}()
 	defer func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
+		// Its exit status after SIGTERM says nothing the scrape did not.
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
 		logWG.Wait()
 	}()
 	if _, err := scrape(addr, 90*time.Second); err != nil {
@@ -77,7 +81,7 @@ func product(r *report.Result, bin, v2 string) {
 
 	burn, err := startIn(task, "burn", nil, "JSX_FOR=2s", fmt.Sprintf("JSX_CPU=%d", burnCPU))
 	if err == nil {
-		burn.Wait()
+		_ = burn.Wait() // killed by its own timer
 	}
 	hold, holdIn := io.Pipe()
 	waiter, err := startIn(task, "wait", hold)
@@ -85,7 +89,7 @@ func product(r *report.Result, bin, v2 string) {
 		fail("live process: %v", err)
 		return
 	}
-	defer func() { holdIn.Close(); waiter.Wait() }()
+	defer func() { holdIn.Close(); _ = waiter.Wait() }()
 	time.Sleep(200 * time.Millisecond)
 	mfs, err := scrape(addr, 30*time.Second)
 	if err != nil {

@@ -1,0 +1,104 @@
+package cgroup
+
+import (
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+
+	"github.com/jobscope/jobscope/cgroupfs"
+	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/discovery"
+)
+
+// Factory describes the cgroup collector: memory, CPU, pressure,
+// block IO and pids of each job, from its job-level cgroup.
+func Factory() collector.Factory {
+	return collector.Factory{
+		Name:      "cgroup",
+		Help:      "Per-job memory, CPU, throttling, pressure, block IO and pids from cgroupfs",
+		DefaultIn: []collector.Mode{collector.ModeNode},
+		NeedsJobs: true,
+		Descs:     func() []*collector.Desc { return collector.DescsOf(newCgroupDescs()) },
+		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
+			workers := fs.Int("collector.cgroup.workers", 0, "Jobs read in parallel by the cgroup collector (0: number of CPUs, at most 4).")
+			return func(env *collector.Env) (collector.Collector, error) {
+				return NewCgroupCollector(CgroupOptions{Workers: *workers, SysFS: env.SysFS, PerCoreFromEBPF: env.BPF != nil}), nil
+			}
+		},
+	}
+}
+
+// CgroupOptions configure the cgroup collector.
+type CgroupOptions struct {
+	Workers int
+	SysFS   string // for block device names
+	// Now is the clock of the static-file cache (tests set it).
+	Now func() time.Time
+	// PerCoreFromEBPF leaves slurm_job_cpu_core_seconds_total to the ebpf
+	// collector (its programs are loaded) so one node has one source for it.
+	PerCoreFromEBPF bool
+}
+
+type cgroupCollector struct {
+	opts    CgroupOptions
+	d       cgroupDescs
+	devices *deviceNames
+	pairs   *collector.PairCache
+	state   *collector.State[jobState]
+	readers sync.Pool
+}
+
+// NewCgroupCollector builds the collector.
+func NewCgroupCollector(opts CgroupOptions) collector.Collector {
+	if opts.Workers <= 0 {
+		opts.Workers = min(runtime.NumCPU(), 4)
+	}
+	if opts.SysFS == "" {
+		opts.SysFS = "/sys"
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	c := &cgroupCollector{opts: opts, d: newCgroupDescs(), devices: newDeviceNames(opts.SysFS), pairs: collector.NewPairCache(),
+		state: collector.NewState(newJobState)}
+	c.readers.New = func() any { return cgroupfs.NewReader() }
+	return c
+}
+
+func (c *cgroupCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
+	perCore := !c.opts.PerCoreFromEBPF
+	done := s.EachJob(c.opts.Workers, func(j *discovery.Job) {
+		ch <- infoMetric(&c.d, j)
+		r := c.readers.Get().(*cgroupfs.Reader)
+		defer c.readers.Put(r)
+		jr := &jobReader{Files: cgroupfs.NewFiles(r, s.Problem), r: r, s: s, ch: ch, d: &c.d, job: j, devices: c.devices,
+			series: c.pairs.Job(j), state: c.state.Job(s, j), now: c.opts.Now}
+		defer jr.Close()
+		if j.Version == 2 {
+			jr.v2()
+		} else {
+			jr.v1(perCore)
+		}
+	})
+	if done == len(s.Jobs()) {
+		c.state.Sweep(s)
+	}
+	return s.Context().Err()
+}
+
+func infoMetric(d *cgroupDescs, j *discovery.Job) prometheus.Metric {
+	m := j.Meta
+	return d.info.Gauge(1,
+		j.ID, m.User, m.Account, m.Partition, m.QOS, m.Name, m.Cluster, m.ArrayJobID, m.ArrayTaskID, m.SLUID, m.Key,
+		cgroupVersion(j), m.Source)
+}
+
+func cgroupVersion(j *discovery.Job) string {
+	if j.Version == 2 {
+		return "2"
+	}
+	return "1"
+}

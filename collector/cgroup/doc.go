@@ -1,0 +1,3 @@
+// Package cgroup is the cgroup collector: each job's memory, CPU, throttling,
+// pressure, block IO and pids from its job-level cgroup (v1 and v2).
+package cgroup

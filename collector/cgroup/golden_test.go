@@ -1,0 +1,41 @@
+package cgroup
+
+import (
+	"path/filepath"
+	"testing"
+
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/collectortest"
+	"github.com/jobscope/jobscope/internal/testutil"
+)
+
+// fixtureExporter builds an exporter with the cgroup collector over a
+// fixture node (testdata/<node>/{cgroup,proc,props,sys}).
+func fixtureExporter(t testing.TB, node string) (*collector.Exporter, *collector.Problems) {
+	t.Helper()
+	root := filepath.Join("..", "..", "testdata", node)
+	disc := collectortest.Discoverer(t, root)
+	problems := collector.NewProblems(nil)
+	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys")})
+	exp := collector.NewExporter(map[string]collector.Collector{"cgroup": c}, collector.Options{Discoverer: disc, Problems: problems, Info: collector.BuildInfo{Version: "test", Revision: "test", GoVersion: "go"}})
+	return exp, problems
+}
+
+func TestNodeGolden(t *testing.T) {
+	for _, node := range []string{"node-v1", "node-v2", "node-v2-sluid"} {
+		t.Run(node, func(t *testing.T) {
+			exp, _ := fixtureExporter(t, node)
+			g := collectortest.Gatherer(exp)
+			testutil.Golden(t, filepath.Join("..", "..", "testdata", node, "metrics.golden"), testutil.Exposition(t, g))
+			problems, err := promtest.GatherAndLint(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range problems {
+				t.Errorf("lint: %s: %s", p.Metric, p.Text)
+			}
+		})
+	}
+}

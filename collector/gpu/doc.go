@@ -1,0 +1,4 @@
+// Package gpu is the gpu collector: NVIDIA GPUs and MIG instances per job
+// and GPUs no job holds, from the node's GPU backend (package gpu), which
+// cmd opens.
+package gpu

@@ -1,0 +1,197 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+
+	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/discovery"
+	"github.com/jobscope/jobscope/gpu"
+)
+
+// Factory describes the gpu collector: NVIDIA GPUs per job, and GPUs
+// that belong to no job. cmd opens the backend (Open) and hands it in on
+// Env.GPU.
+func Factory() collector.Factory {
+	return collector.Factory{
+		Name:      "gpu",
+		Help:      "NVIDIA GPUs and MIG instances per job (NVML or DCGM), and GPUs no job holds",
+		DefaultIn: []collector.Mode{collector.ModeNode},
+		NeedsJobs: true,
+		Descs:     func() []*collector.Desc { return newGPUDescs().all() },
+		Flags:     func(*pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) { return New },
+	}
+}
+
+type gpuCollector struct {
+	source  collector.GPUSource
+	openErr error // why there is no backend (no driver: each scrape says no data)
+	d       gpuDescs
+	pairs   *collector.PairCache
+
+	xidJob  *collector.State[jobXid] // Xid counts per job GPU, dropped when the job ends
+	mu      sync.Mutex
+	xidNode map[xidKey]float64 // Xid counts of GPUs no job held
+}
+
+type xidKey struct {
+	uuid string
+	xid  uint64
+}
+
+// jobXid is one job's Xid counts by GPU and Xid.
+type jobXid map[xidKey]*xidCount
+
+type xidCount struct {
+	n      float64
+	labels []string // device labels when last seen
+}
+
+// New builds the collector over the GPU source cmd opened. A node without
+// a GPU library or driver still gets a collector: each scrape then reports
+// success 0 with one log line in all; a configuration mistake makes it
+// unavailable, said once at start-up.
+func New(env *collector.Env) (collector.Collector, error) {
+	c := &gpuCollector{
+		source:  env.GPU,
+		d:       newGPUDescs(),
+		pairs:   collector.NewPairCache(),
+		xidJob:  collector.NewState(func() *jobXid { return &jobXid{} }),
+		xidNode: map[xidKey]float64{},
+	}
+	switch {
+	case env.GPU != nil:
+	case errors.Is(env.GPUErr, gpu.ErrNoDevice):
+		c.openErr = env.GPUErr
+	case env.GPUErr != nil:
+		return nil, env.GPUErr
+	default:
+		return nil, errors.New("GPU backend not opened")
+	}
+	return c, nil
+}
+
+func (c *gpuCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
+	if c.source == nil {
+		return fmt.Errorf("%w: %v", collector.ErrNoData, c.openErr)
+	}
+	rd, err := s.GPU()
+	if err != nil {
+		return err
+	}
+	if rd == nil {
+		return errors.New("the scrape has no GPU source")
+	}
+	for _, e := range rd.Errors {
+		s.Problem(c.source.Name()+"_"+e.Call, e)
+	}
+	for _, p := range rd.Problems {
+		s.Problem(p.Cause, p.Err)
+	}
+	jobs := s.Jobs()
+	byID := make(map[string]*discovery.Job, len(jobs))
+	for _, j := range jobs {
+		byID[j.ID] = j
+	}
+	byUUID := make(map[string]*gpu.Device, len(rd.Devices))
+	for i := range rd.Devices {
+		d := &rd.Devices[i]
+		byUUID[d.UUID] = d
+		dl := deviceLabelValues(d)
+		ch <- c.d.nodeInfo.Gauge(1, append(dl, c.source.Name())...)
+		a, held := rd.Assign[d.UUID]
+		if j := byID[a.JobID]; held && j != nil {
+			series := c.pairs.Job(j)
+			ch <- series.Gauge(c.d.jobInfo, 1, append(dl, string(a.Method))...)
+			c.emitFields(ch, c.d.job, d, series.Metric)
+		} else {
+			c.emitFields(ch, c.d.node, d, func(desc *collector.Desc, t prometheus.ValueType, v float64, lv ...string) prometheus.Metric {
+				return desc.Metric(t, v, lv...)
+			})
+		}
+	}
+	c.collectXid(s, ch, rd, byUUID, byID)
+	return nil
+}
+
+func (c *gpuCollector) emitFields(ch chan<- prometheus.Metric, descs map[string]*collector.Desc, d *gpu.Device,
+	metric func(desc *collector.Desc, t prometheus.ValueType, v float64, lv ...string) prometheus.Metric) {
+	dl := deviceLabelValues(d)
+	for _, spec := range gpuFieldSpecs {
+		v, ok := d.Values[spec.field]
+		if !ok {
+			continue
+		}
+		lv := dl
+		if spec.label != "" {
+			lv = append(append(make([]string, 0, len(dl)+1), dl...), spec.value)
+		}
+		ch <- metric(descs[spec.name], spec.typ, v, lv...)
+	}
+}
+
+// deviceLabelValues matches gpuDeviceLabels.
+func deviceLabelValues(d *gpu.Device) []string {
+	idx := strconv.Itoa(d.Index)
+	if d.IsMIG() {
+		return []string{idx, d.ParentUUID, d.Model, d.UUID}
+	}
+	return []string{idx, d.UUID, d.Model, ""}
+}
+
+// collectXid attributes new Xid events to the job that holds the device
+// now, keeps the counts, and emits them. Counts of ended jobs go with the
+// job's state.
+func (c *gpuCollector) collectXid(s *collector.Scrape, ch chan<- prometheus.Metric, rd *collector.GPUReading,
+	byUUID map[string]*gpu.Device, byID map[string]*discovery.Job) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ev := range rd.Xid {
+		d := byUUID[ev.UUID]
+		if ev.GPUInstanceID >= 0 {
+			for i := range rd.Devices {
+				if rd.Devices[i].ParentUUID == ev.UUID && rd.Devices[i].GPUInstanceID == ev.GPUInstanceID {
+					d = &rd.Devices[i]
+					break
+				}
+			}
+		}
+		if d == nil {
+			continue // a device that vanished since the event
+		}
+		k := xidKey{uuid: d.UUID, xid: ev.Xid}
+		if j := byID[rd.Holder(d.UUID)]; j != nil {
+			c.xidJob.Job(s, j).Do(func(x *jobXid) {
+				xc := (*x)[k]
+				if xc == nil {
+					xc = &xidCount{}
+					(*x)[k] = xc
+				}
+				xc.n++
+				xc.labels = deviceLabelValues(d)
+			})
+		} else {
+			c.xidNode[k]++
+		}
+	}
+	for _, j := range s.Jobs() {
+		c.xidJob.Job(s, j).Do(func(x *jobXid) {
+			for k, xc := range *x {
+				ch <- c.pairs.Job(j).Counter(c.d.jobXid, xc.n, append(xc.labels, strconv.FormatUint(k.xid, 10))...)
+			}
+		})
+	}
+	c.xidJob.Sweep(s)
+	for k, n := range c.xidNode {
+		d := byUUID[k.uuid]
+		if d == nil {
+			continue // the device is gone; its count comes back if it does
+		}
+		ch <- c.d.nodeXid.Counter(n, append(deviceLabelValues(d), strconv.FormatUint(k.xid, 10))...)
+	}
+}

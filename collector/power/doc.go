@@ -1,0 +1,3 @@
+// Package power is the power collector: node power from RAPL and IPMI, and
+// per-job energy and emissions split by the ledger of package power.
+package power

@@ -1,0 +1,241 @@
+package process
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/procfs"
+	"github.com/spf13/pflag"
+
+	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/discovery"
+)
+
+// procUserHZ is the unit of utime/stime in /proc/<pid>/stat on every Linux
+// architecture jobscope builds for.
+const procUserHZ = 100
+
+// IO modes of the /proc/<pid>/io fallback.
+const (
+	ProcessIOAuto = "auto" // on unless the ebpf collector is loaded
+	ProcessIOOn   = "on"
+	ProcessIOOff  = "off"
+)
+
+// ProcessOptions configure the process collector.
+type ProcessOptions struct {
+	// Mounts are mount points whose open files are counted per job.
+	Mounts []string
+	// TopN is how many executables per job get their own CPU series.
+	TopN int
+	// Threads reads every thread's stat and status (thread states, context
+	// switches); without it only /proc/<pid> files are read.
+	Threads bool
+	// IO is ProcessIOAuto, ProcessIOOn or ProcessIOOff.
+	IO string
+	// EBPFLoaded says that the ebpf programs count IO (auto mode then
+	// leaves it to them); the factory sets it from Env.BPF.
+	EBPFLoaded bool
+}
+
+// Factory describes the process collector.
+func Factory() collector.Factory {
+	return collector.Factory{
+		Name:      "process",
+		Help:      "Per-job processes, threads, open files, context switches and CPU per executable from procfs",
+		DefaultIn: []collector.Mode{collector.ModeNode},
+		NeedsJobs: true,
+		Descs:     func() []*collector.Desc { return collector.DescsOf(newProcDescs()) },
+		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
+			o := &ProcessOptions{}
+			fs.StringSliceVar(&o.Mounts, "collector.process.fs", nil,
+				"Mount points (comma-separated) whose open files are counted per job, e.g. /scratch,/home.")
+			fs.IntVar(&o.TopN, "collector.process.top-n", 5,
+				"Executables per job with their own CPU series; the rest is summed as exe=\"other\".")
+			fs.BoolVar(&o.Threads, "collector.process.threads", false,
+				"Also read every thread's stat and status: threads by state and context switches (several times the cost of the per-process files).")
+			fs.StringVar(&o.IO, "collector.process.io", ProcessIOAuto,
+				"Per-job IO from /proc/<pid>/io: auto (only while the ebpf collector is not loaded), on or off.")
+			return func(env *collector.Env) (collector.Collector, error) {
+				o := *o
+				o.EBPFLoaded = env.BPF != nil
+				return NewProcessCollector(env, o)
+			}
+		},
+	}
+}
+
+type processCollector struct {
+	opts   ProcessOptions
+	env    *collector.Env
+	reader procReader
+
+	d     procDescs
+	pairs *collector.PairCache
+	// jobs keeps each job's accounting between scrapes; a job's lock is
+	// held from reading its processes to emitting its counters.
+	jobs *collector.State[procJobAcct]
+}
+
+// NewProcessCollector builds the process collector over env.ProcFS.
+func NewProcessCollector(env *collector.Env, o ProcessOptions) (collector.Collector, error) {
+	if o.TopN < 0 {
+		return nil, fmt.Errorf("--collector.process.top-n must not be negative, got %d", o.TopN)
+	}
+	switch o.IO {
+	case "":
+		o.IO = ProcessIOAuto
+	case ProcessIOAuto, ProcessIOOn, ProcessIOOff:
+	default:
+		return nil, fmt.Errorf("--collector.process.io must be auto, on or off, got %q", o.IO)
+	}
+	mounts := make([]string, 0, len(o.Mounts))
+	for _, m := range o.Mounts {
+		if m == "" {
+			continue
+		}
+		if !filepath.IsAbs(m) {
+			return nil, fmt.Errorf("--collector.process.fs: %q is not an absolute path", m)
+		}
+		// "/scratch" and "/scratch/" are one mount: one series.
+		if c := filepath.Clean(m); !slices.Contains(mounts, c) {
+			mounts = append(mounts, c)
+		}
+	}
+	o.Mounts = mounts
+	root := env.ProcFS
+	if root == "" {
+		root = procfs.DefaultMountPoint
+	}
+	pfs, err := procfs.NewFS(root)
+	if err != nil {
+		return nil, fmt.Errorf("procfs at %s: %w", root, err)
+	}
+	return &processCollector{
+		opts:   o,
+		env:    env,
+		reader: procReader{fs: pfs, root: root, mounts: mounts, threads: o.Threads},
+		jobs:   collector.NewState(newProcJobAcct),
+		d:      newProcDescs(),
+		pairs:  collector.NewPairCache(),
+	}, nil
+}
+
+// procDescs are the process collector's metrics.
+type procDescs struct {
+	processes, threads, fds, files, ctxsw, cpu, storageIO, syscallIO *collector.Desc
+}
+
+func newProcDescs() procDescs {
+	return procDescs{
+		processes: collector.NewJobDesc("slurm_job_processes",
+			"Processes in the job's cgroups (cgroup.procs) by state, from /proc/<pid>/stat (a process's state is its main thread's); kernel threads left out. cgroup v2 does not list zombie processes, so state=\"zombie\" counts zombie main threads whose other threads live on; state=\"other\" appears only when non-zero.", "state"),
+		threads: collector.NewJobDesc("slurm_job_threads",
+			"Threads of the job's processes by state, from /proc/<pid>/task/<tid>/stat with --collector.process.threads; without it one series, state=\"all\", from the thread counts of /proc/<pid>/stat. state=\"other\" appears only when non-zero.", "state"),
+		fds: collector.NewJobDesc("slurm_job_open_fds",
+			"Open file descriptors of the job's processes (files, sockets, pipes), from /proc/<pid>/fd."),
+		files: collector.NewJobDesc("slurm_job_open_files",
+			"Open file descriptors of the job's processes whose path (as /proc/<pid>/fd shows it, in the process's mount namespace) lies under a mount point of --collector.process.fs.", "mount"),
+		ctxsw: collector.NewJobDesc("slurm_job_context_switches_total",
+			"Context switches of the job's threads, from /proc/<pid>/task/<tid>/status (only with --collector.process.threads); switches a thread made after the last scrape that saw it are missed.", "type"),
+		cpu: collector.NewJobDesc("slurm_job_process_cpu_seconds_total",
+			"User and system CPU time of the job's processes by executable (/proc/<pid>/exe, /proc/<pid>/stat). The top --collector.process.top-n executables by CPU get their own series; exe=\"other\" holds the rest, including an executable's time while it was outside the top N (an executable that enters or leaves the top N starts or stops its series there, and no series ever decreases); exe=\"unknown\" where /proc/<pid>/exe could not be read. CPU a process used after the last scrape that saw it is missed; the cgroup's CPU total is exact.", "exe"),
+		storageIO: collector.NewJobDesc("slurm_job_process_storage_io_bytes_total",
+			"Storage IO of the job's processes from /proc/<pid>/io: read_bytes, and write_bytes (pages dirtied, which can exceed what reached the disk). Includes children a job process reaped; misses what an exited process did after the last scrape that saw it unless a job process reaped it. Only while the ebpf collector is not loaded (--collector.process.io).", "direction"),
+		syscallIO: collector.NewJobDesc("slurm_job_process_syscall_io_bytes_total",
+			"Bytes the job's processes passed through read- and write-type syscalls (files, pipes, sockets: rchar and wchar of /proc/<pid>/io). Includes children a job process reaped; misses what an exited process did after the last scrape that saw it unless a job process reaped it. Only while the ebpf collector is not loaded (--collector.process.io).", "direction"),
+	}
+}
+
+// ioOn decides whether to read the IO fallback.
+func (c *processCollector) ioOn() bool {
+	switch c.opts.IO {
+	case ProcessIOOn:
+		return true
+	case ProcessIOOff:
+		return false
+	}
+	return !c.opts.EBPFLoaded
+}
+
+func (c *processCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
+	withIO := c.ioOn()
+	jobs := s.Jobs()
+	discovery.PrefetchPIDs(jobs, procReadWorkers)
+	var mu sync.Mutex
+	var ri procReadIssues
+	read := s.EachJob(procReadWorkers, func(j *discovery.Job) {
+		var sample procJobSample
+		var jri procReadIssues
+		series := c.pairs.Job(j)
+		c.jobs.Job(s, j).Do(func(a *procJobAcct) {
+			// Read and fold under the job's lock: an older reading folded
+			// after a newer one would count an exited process twice.
+			c.reader.readJob(j.PIDs(), &sample, withIO, &jri)
+			a.gen++
+			a.update(&sample, a.gen, c.opts.TopN)
+			c.emit(ch, series, a, &sample, withIO)
+		})
+		mu.Lock()
+		ri.merge(&jri)
+		mu.Unlock()
+	})
+	var err error
+	if read < len(jobs) {
+		err = fmt.Errorf("process: %d jobs left unread: %w", len(jobs)-read, s.Context().Err())
+	} else {
+		c.jobs.Sweep(s)
+	}
+	for cause, e := range ri.errs {
+		s.Problem(cause, e)
+	}
+	if ri.listed >= 3 && ri.found == 0 {
+		s.Problem("pids_not_visible", fmt.Errorf("none of %d job pids has an entry under %s (procfs mounted with hidepid, or another pid namespace?)", ri.listed, c.reader.root))
+	}
+	return err
+}
+
+// procReadWorkers read jobs' procfs files in parallel: the reads are
+// syscalls; each job's accounting is cheap and under its own lock.
+const procReadWorkers = 4
+
+func (c *processCollector) emit(ch chan<- prometheus.Metric, series *collector.JobSeries, a *procJobAcct, js *procJobSample, withIO bool) {
+	gauge := func(d *collector.Desc, v float64, extra ...string) { ch <- series.Gauge(d, v, extra...) }
+	counter := func(d *collector.Desc, v float64, extra ...string) { ch <- series.Counter(d, v, extra...) }
+	for i, n := range js.processes {
+		if i != procStateOther || n > 0 {
+			gauge(c.d.processes, float64(n), procStates[i])
+		}
+	}
+	if c.opts.Threads {
+		for i, n := range js.threads {
+			if i != procStateOther || n > 0 {
+				gauge(c.d.threads, float64(n), procStates[i])
+			}
+		}
+	} else {
+		gauge(c.d.threads, float64(js.nthreads), "all")
+	}
+	gauge(c.d.fds, float64(js.fds))
+	for i, m := range c.reader.mounts {
+		gauge(c.d.files, float64(js.files[i]), m)
+	}
+	for _, v := range a.cpuSeries(nil) {
+		counter(c.d.cpu, float64(v.ticks)/procUserHZ, v.exe)
+	}
+	if c.opts.Threads {
+		t := a.taskTotals()
+		counter(c.d.ctxsw, float64(t[procCtrVoluntary]), "voluntary")
+		counter(c.d.ctxsw, float64(t[procCtrInvoluntary]), "involuntary")
+	}
+	if withIO {
+		io := a.ioTotals()
+		counter(c.d.storageIO, float64(io[procIOReadBytes]), "read")
+		counter(c.d.storageIO, float64(io[procIOWriteBytes]), "write")
+		counter(c.d.syscallIO, float64(io[procIORChar]), "read")
+		counter(c.d.syscallIO, float64(io[procIOWChar]), "write")
+	}
+}

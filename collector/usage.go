@@ -1,0 +1,173 @@
+package collector
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jobscope/jobscope/cgroupfs"
+	"github.com/jobscope/jobscope/discovery"
+)
+
+// Usage is what one job's cgroup says of its CPU, memory and cores in one
+// scrape. It is read once per scrape, by whichever collector asks first,
+// and shared: the cgroup collector exports it, the power collector splits
+// energy by it, the ebpf collector keeps per-core series for the cores.
+type Usage struct {
+	// CPU time in seconds (v2 cpu.stat usage_usec, v1 cpuacct.usage);
+	// on v2 also user, system and throttled time and the CFS periods.
+	CPU, User, System, ThrottledTime float64
+	Periods, Throttled               float64
+	// Memory in use in bytes (v2 memory.current, v1 memory.usage_in_bytes).
+	Memory float64
+	// CPUs are the cores the job may run on (cpuset.cpus.effective, else
+	// cpuset.cpus; v1 cpuset.cpus).
+	CPUs []int
+	Has  UsageFields
+	// Gone says the job's cgroup vanished while it was read.
+	Gone bool
+	// Problems are files that could not be read or parsed, for the cgroup
+	// collector to report (the others use what could be read).
+	Problems []cgroupfs.Problem
+}
+
+// UsageFields says which fields of a Usage were read.
+type UsageFields uint16
+
+// The fields of a Usage.
+const (
+	HasCPU UsageFields = 1 << iota
+	HasUser
+	HasSystem
+	HasThrottledTime
+	HasPeriods
+	HasThrottled
+	HasMemory
+	HasCPUs
+)
+
+// cpusetTTL: a job's cpuset is set when it starts and changes only by an
+// admin's hand; it is re-read this often, not every scrape.
+const cpusetTTL = time.Minute
+
+// usageReader reads Usages, keeping each job's cpuset between scrapes.
+type usageReader struct {
+	readers sync.Pool
+	cpusets *State[cpusetCache]
+	now     func() time.Time
+}
+
+type cpusetCache struct {
+	cpus     []int
+	ok       bool
+	problems []cgroupfs.Problem // reported again at each scrape the cache serves
+	readAt   time.Time
+}
+
+func newUsageReader() *usageReader {
+	u := &usageReader{cpusets: NewState(func() *cpusetCache { return &cpusetCache{} }), now: time.Now}
+	u.readers.New = func() any { return cgroupfs.NewReader() }
+	return u
+}
+
+// cpuStatV2 indexes the cpu.stat keys a Usage keeps; de-dup is on the raw
+// key (a repeated line keeps its first value).
+var cpuStatV2 = map[string]UsageFields{
+	"usage_usec": HasCPU, "user_usec": HasUser, "system_usec": HasSystem,
+	"nr_periods": HasPeriods, "nr_throttled": HasThrottled, "throttled_usec": HasThrottledTime,
+}
+
+// read reads j's usage through f, whose open directories the caller may
+// go on using (nil: a reader of its own).
+func (u *usageReader) read(s *Scrape, j *discovery.Job, f *cgroupfs.Files) *Usage {
+	if f == nil {
+		r := u.readers.Get().(*cgroupfs.Reader)
+		defer u.readers.Put(r)
+		f = cgroupfs.NewFiles(r, nil)
+		defer f.Close()
+	}
+	us := &Usage{}
+	us.Problems = f.Collect(func() { u.readInto(s, j, f, us) })
+	us.Gone = f.Gone
+	return us
+}
+
+func (u *usageReader) readInto(s *Scrape, j *discovery.Job, f *cgroupfs.Files, us *Usage) {
+	if j.Version == 2 {
+		us.readV2(f, j.Dir)
+	} else {
+		if v, ok := f.Uint(j.V1["cpuacct"], "cpuacct.usage"); ok {
+			us.CPU, us.Has = float64(v)/1e9, us.Has|HasCPU
+		}
+		if v, ok := f.Uint(j.V1["memory"], "memory.usage_in_bytes"); ok {
+			us.Memory, us.Has = float64(v), us.Has|HasMemory
+		}
+	}
+	if !f.Gone {
+		u.cpuset(s, j, f, us)
+	}
+}
+
+func (us *Usage) readV2(f *cgroupfs.Files, dir string) {
+	if v, ok := f.Uint(dir, "memory.current"); ok {
+		us.Memory, us.Has = float64(v), us.Has|HasMemory
+	}
+	b := f.Read(dir, "cpu.stat")
+	if b == nil {
+		return
+	}
+	err := cgroupfs.ParseFlatKeyed(b, func(k []byte, v uint64) {
+		field, ok := cpuStatV2[string(k)]
+		if !ok || us.Has&field != 0 {
+			return
+		}
+		us.Has |= field
+		switch field {
+		case HasCPU:
+			us.CPU = float64(v) / 1e6
+		case HasUser:
+			us.User = float64(v) / 1e6
+		case HasSystem:
+			us.System = float64(v) / 1e6
+		case HasThrottledTime:
+			us.ThrottledTime = float64(v) / 1e6
+		case HasPeriods:
+			us.Periods = float64(v)
+		case HasThrottled:
+			us.Throttled = float64(v)
+		}
+	})
+	if err != nil {
+		f.Malformed(dir, "cpu.stat", err)
+	}
+}
+
+// cpuset reads the job's cores, from the cache while it is fresh.
+func (u *usageReader) cpuset(s *Scrape, j *discovery.Job, f *cgroupfs.Files, us *Usage) {
+	dir, name, fallback := j.Dir, "cpuset.cpus.effective", "cpuset.cpus"
+	if j.Version == 1 {
+		dir, name, fallback = j.V1["cpuset"], "cpuset.cpus", ""
+	}
+	if dir == "" {
+		return
+	}
+	u.cpusets.Job(s, j).Do(func(c *cpusetCache) {
+		if !c.ok || u.now().Sub(c.readAt) >= cpusetTTL {
+			before := len(f.Problems)
+			c.cpus, c.ok = f.CPUList(dir, name)
+			if !c.ok && fallback != "" && !f.Gone {
+				// cpuset.cpus (the configured set) stands in for an
+				// effective set the kernel lacks or that does not parse.
+				c.cpus, c.ok = f.CPUList(dir, fallback)
+			}
+			c.problems, c.readAt = slices.Clone(f.Problems[before:]), u.now()
+		} else {
+			// Reported again at each scrape the cache serves (read
+			// runs this under f.Collect: they join what it returns).
+			f.Problems = append(f.Problems, c.problems...)
+		}
+		if c.ok {
+			us.CPUs, us.Has = c.cpus, us.Has|HasCPUs
+		}
+	})
+}

@@ -1,0 +1,4 @@
+// Package layering holds the test that keeps jobscope's import graph one
+// way: job discovery and hardware readers below the collectors, the
+// collectors below their registry, the registry below the command.
+package layering

@@ -1,0 +1,146 @@
+package poll
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// One fetch per interval; a failure keeps the last good value, says so
+// in Err until a fetch succeeds, and is handed out as Unreported once.
+func TestOncePerIntervalLastGood(t *testing.T) {
+	clk := &clock{t: time.Unix(1000, 0)}
+	calls := 0
+	p := New(func(context.Context) (int, error) {
+		calls++
+		if calls == 2 {
+			return 0, errors.New("boom")
+		}
+		return calls, nil
+	}, Config{Interval: time.Minute, Timeout: time.Second, Now: clk.Now})
+	defer p.Close()
+	ctx := context.Background()
+	for i := 0; i < 5; i++ {
+		if r := p.Get(ctx); r.Value != 1 || !r.Fresh() || r.Unreported != nil {
+			t.Fatalf("get %d: %+v", i, r)
+		}
+	}
+	clk.add(time.Minute)
+	r := p.Get(ctx)
+	if r.Value != 1 || r.Err == nil || r.Unreported == nil || r.Fresh() || r.Age() != time.Minute {
+		t.Fatalf("after the failure: %+v", r)
+	}
+	if r := p.Get(ctx); r.Unreported != nil || r.Err == nil {
+		t.Fatalf("failure handed out twice, or forgotten: %+v", r)
+	}
+	clk.add(time.Minute)
+	if r := p.Get(ctx); r.Value != 3 || !r.Good.Equal(clk.Now()) || r.Err != nil || calls != 3 {
+		t.Fatalf("third: %+v, %d calls", r, calls)
+	}
+}
+
+// Twenty concurrent Gets share one fetch.
+func TestSingleFlight(t *testing.T) {
+	var calls atomic.Int32
+	release := make(chan struct{})
+	p := New(func(context.Context) (int, error) {
+		calls.Add(1)
+		<-release
+		return 7, nil
+	}, Config{Interval: time.Hour})
+	defer p.Close()
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r := p.Get(context.Background()); r.Value != 7 {
+				t.Errorf("got %+v", r)
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // let every Get join the fetch
+	close(release)
+	wg.Wait()
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d fetches for 20 concurrent Gets", n)
+	}
+}
+
+// A hanging fetch holds a Get for its share of the deadline only; the Get
+// says the refresh is still running; Close cancels the fetch.
+func TestWaitShareAndClose(t *testing.T) {
+	cancelled := make(chan struct{})
+	p := New(func(ctx context.Context) (int, error) {
+		<-ctx.Done()
+		close(cancelled)
+		return 0, ctx.Err()
+	}, Config{Wait: Share{Fraction: 0.5}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	r := p.Get(ctx)
+	if waited := time.Since(start); waited > 1500*time.Millisecond {
+		t.Errorf("waited %v of a 2 s deadline with a 0.5 share", waited)
+	}
+	if r.Has() || r.Running.IsZero() || r.Fresh() {
+		t.Errorf("%+v", r)
+	}
+	p.Close()
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not cancel the fetch")
+	}
+}
+
+func TestWithinReserve(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dl, _ := ctx.Deadline()
+	w, wc := Within(ctx, Share{Fraction: 0.9, MaxReserve: 500 * time.Millisecond})
+	defer wc()
+	got, _ := w.Deadline()
+	if d := dl.Sub(got); d < 490*time.Millisecond || d > 510*time.Millisecond {
+		t.Errorf("reserve %v, want 0.5 s (a tenth, at most 0.5 s)", d)
+	}
+	w2, wc2 := Within(context.Background(), Share{Fraction: 0.5})
+	defer wc2()
+	if _, ok := w2.Deadline(); ok {
+		t.Error("a deadline out of none")
+	}
+}
+
+// Every fetches in the background without any Get.
+func TestBackground(t *testing.T) {
+	var calls atomic.Int32
+	p := New(func(context.Context) (int, error) { return int(calls.Add(1)), nil }, Config{Every: 10 * time.Millisecond})
+	deadline := time.Now().Add(10 * time.Second)
+	for calls.Load() < 3 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	p.Close()
+	if calls.Load() < 3 {
+		t.Fatalf("%d background fetches", calls.Load())
+	}
+}
