@@ -115,3 +115,33 @@ func TestEBPFAllocatedIdleCores(t *testing.T) {
 		t.Error("core 0 is neither allocated nor used")
 	}
 }
+
+// TestEBPFCoresOutsideCpuset is the regression test of the VM finding F5:
+// a job whose cgroup ran on cores outside its cpuset (slurmstepd, before
+// Slurm wrote the cpuset) had per-core series on those cores. They go into
+// one per-job sum instead, so per-core plus it is still all the job's time.
+func TestEBPFCoresOutsideCpuset(t *testing.T) {
+	c, jobs := cannedEBPF()
+	dir := t.TempDir()
+	// Job 101 ran on cores 1 and 2; its cpuset is core 2 alone.
+	if err := os.WriteFile(filepath.Join(dir, "cpuset.cpus.effective"), []byte("2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jobs[0].Dir = dir
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(scrapeOne{c, jobs[:1]})
+	out := string(testutil.Exposition(t, reg))
+	for _, line := range []string{
+		`slurm_job_cpu_core_seconds_total{account="physics",core="2",jobid="101",user="alice"} 1.25`,
+		`slurm_job_cpu_outside_cpuset_seconds_total{account="physics",jobid="101",user="alice"} 2.5`,
+	} {
+		if !strings.Contains(out, line+"\n") {
+			t.Errorf("missing %s", line)
+		}
+	}
+	for _, core := range []string{"0", "1", "3"} {
+		if strings.Contains(out, `core="`+core+`",jobid="101"`) {
+			t.Errorf("core %s is outside the cpuset but has a series:\n%s", core, out)
+		}
+	}
+}
