@@ -48,7 +48,7 @@ check_job() {
 # a busy thread's CPU in a TCG VM) and would hide a per-core count that
 # trails. Per-core series only on the job's cpuset.
 check_percore() {
-	local name=$1 j=$2 f=$3 before after sum usage cores allowed extra
+	local name=$1 j=$2 f=$3 before after sum usage cores allowed extra outside
 	before=$(usage_s "$j")
 	scrape $NODE_PORT "$f" || { row "$name: scrape" "/metrics answers" "no answer" FAIL; return; }
 	after=$(usage_s "$j")
@@ -56,6 +56,11 @@ check_percore() {
 	usage=$(mval "$f" slurm_job_cpu_usage_seconds_total "jobid=\"$j\"")
 	check_within "$name: cpu_usage_seconds in cpu.stat bracket" "$before" "$after" "$usage" 0.001
 	check_close "$name: per-core sum == same scrape's cpu.stat" "$usage" "$sum" 0.01
+	# Time on cores outside the cpuset (slurmstepd before Slurm set it) is
+	# one sum per job: with it, per-core accounts for all of cpu.stat.
+	outside=$(mval "$f" slurm_job_cpu_outside_cpuset_seconds_total "jobid=\"$j\"")
+	[ "$outside" = absent ] && outside=0
+	check_close "$name: per-core + outside-cpuset == cpu.stat" "$usage" "$(awk -v a="$sum" -v b="$outside" 'BEGIN{printf "%.9f", a+b}')" 0.01
 	allowed=$(cpulist "$(cgfile "$j" cpuset.cpus.effective)" | paste -sd, -)
 	cores=$(mlabels "$f" slurm_job_cpu_core_seconds_total "jobid=\"$j\"" core)
 	extra=$(comm -23 <(tr , '\n' <<<"$cores" | grep . | sort) <(tr , '\n' <<<"$allowed" | sort) | paste -sd, -)
