@@ -132,6 +132,19 @@ kernel_crash() {
 	) >>"$dir/out/table.txt"
 }
 
+# tcg_int3 SERIAL-LOG: the guest kernel died of "Oops: int3" with no BPF
+# program on the stack. The kernel patches its own code live (static keys:
+# attaching the first sched_switch program flips the tracepoint's) by
+# putting an int3 on the site first; qemu's multi-threaded TCG now and then
+# lets another vCPU run that int3 after the patch is done, and the kernel
+# takes it for a real breakpoint. Seen at boot (sched_clock_cpu) and once at
+# run time (VM B, __schedule+0x343, the sched_switch tracepoint, on a 5-byte
+# NOP being patched). Real CPUs synchronize this; a crash inside a BPF
+# program (F11) is never retried.
+tcg_int3() {
+	grep -aq 'Oops: int3' "$1" && ! grep -aq 'bpf_prog_' "$1"
+}
+
 # boot NAME ENTRY: boot VM NAME with the payload running guest/ENTRY; its
 # out/ directory lands in $WORK/NAME/out. Retries a boot that never reached
 # userspace (about one boot in six panics early under TCG).
@@ -163,6 +176,10 @@ boot() {
 		done
 		wait "$pid" 2>/dev/null
 		cp "$dir/serial.log" "$dir/serial-try$try.log"
+		if tcg_int3 "$dir/serial.log" && [ "$try" -lt 3 ]; then
+			log "VM $name: guest kernel hit a stray int3 while patching its code (TCG, not jobscope): retrying ($(grep -a -m1 -oE 'RIP: 0010:[^ ]+' "$dir/serial.log"))"
+			continue
+		fi
 		if grep -q VMTEST-BEGIN "$dir/serial.log"; then break; fi
 		log "VM $name: no userspace in try $try (serial log: $(grep -m1 -E 'Oops|panic|BUG' "$dir/serial.log" || tail -1 "$dir/serial.log"))"
 	done
