@@ -16,6 +16,8 @@
 #   JOBSCOPE_VM_CACHE       image cache (default /var/cache/jobscope-vm)
 #   JOBSCOPE_VM_SMP, _MEM   vCPUs (default 4) and MiB (default 3584) per VM
 #   JOBSCOPE_VM_TIMEOUT     seconds one VM may run (default 1500)
+#   JOBSCOPE_VM_HANG        seconds without console output that count as a
+#                           hung guest, killed and retried (default 300)
 #   JOBSCOPE_VM_SHELL=1     a root shell on the VM's second serial port,
 #                           the unix socket $JOBSCOPE_VM_DIR/NAME/ttyS1.sock
 #   JOBSCOPE_VM_ENTRY       guest script instead of e2e.sh (shell.sh: Slurm
@@ -30,6 +32,9 @@ WORK=${JOBSCOPE_VM_DIR:-/tmp/jobscope-vm}
 SMP=${JOBSCOPE_VM_SMP:-4}
 MEM=${JOBSCOPE_VM_MEM:-3584}
 VM_TIMEOUT=${JOBSCOPE_VM_TIMEOUT:-1500}
+# A guest silent this long is hung (TCG has frozen guests here, once in VM C
+# after 231 s: no heartbeat, no panic); it is killed and booted again.
+HANG_S=${JOBSCOPE_VM_HANG:-300}
 T0=$(date +%s)
 
 log() { printf '[vm %4ds] %s\n' "$(($(date +%s) - T0))" "$*" >&2; }
@@ -167,15 +172,25 @@ boot() {
 		pid=$!
 		QEMU_PIDS+=("$pid")
 		t=$(date +%s)
+		hung=no
 		while kill -0 "$pid" 2>/dev/null; do
 			if (($(date +%s) - t > VM_TIMEOUT)); then
 				log "VM $name: still running after $VM_TIMEOUT s: killed"
+				kill -KILL "$pid"
+			elif (($(date +%s) - t > HANG_S)) && [ -n "$(find "$dir/serial.log" -mmin +$((HANG_S / 60)))" ]; then
+				# The guest scripts print a heartbeat every 60 s.
+				hung=yes
+				log "VM $name: no console output for $HANG_S s: guest hung, killed"
 				kill -KILL "$pid"
 			fi
 			sleep 2
 		done
 		wait "$pid" 2>/dev/null
 		cp "$dir/serial.log" "$dir/serial-try$try.log"
+		if [ $hung = yes ] && [ "$try" -lt 3 ]; then
+			log "VM $name: retrying a hung guest (its console: $dir/serial-try$try.log)"
+			continue
+		fi
 		if tcg_int3 "$dir/serial.log" && [ "$try" -lt 3 ]; then
 			log "VM $name: guest kernel hit a stray int3 while patching its code (TCG, not jobscope): retrying ($(grep -a -m1 -oE 'RIP: 0010:[^ ]+' "$dir/serial.log"))"
 			continue
