@@ -79,6 +79,15 @@ func closeTo(t testing.TB, what string, got, want uint64, tol float64) {
 	}
 }
 
+// between is closeTo for a value with a known cause of excess: lo <= got <= hi.
+func between(t testing.TB, what string, got, lo, hi uint64) {
+	t.Helper()
+	t.Logf("%-28s got %14d want %d..%d", what, got, lo, hi)
+	if got < lo || got > hi {
+		t.Errorf("%s: got %d, want %d..%d", what, got, lo, hi)
+	}
+}
+
 func readUints(t testing.TB, path string) []uint64 {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -156,7 +165,14 @@ func workload(t *testing.T, a, b *testJob, cpuA, cpuB int) {
 func checkIONet(t *testing.T, a, b *Counters) {
 	closeTo(t, "a rchar (syscall read)", a.RChar, ioBytes, 0.01)
 	closeTo(t, "a wchar (syscall write)", a.WChar, ioBytes+netBytes, 0.01)
-	closeTo(t, "a read_bytes (storage)", a.ReadBytes, ioBytes, 0.01)
+	// The helpers are this test binary: where other work on the machine
+	// evicted its pages, the job faults them back in from storage, and
+	// read_bytes rightly counts that too (seen: +2 MiB once in CI-like load).
+	exe, err := os.Stat("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	between(t, "a read_bytes (storage)", a.ReadBytes, ioBytes*99/100, ioBytes+uint64(exe.Size()))
 	closeTo(t, "a write_bytes (storage)", a.WriteBytes, ioBytes, 0.01)
 	closeTo(t, "a tx_bytes", a.TxBytes, netBytes, 0.02)
 	closeTo(t, "b rx_bytes", b.RxBytes, netBytes, 0.02)

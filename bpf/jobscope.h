@@ -31,6 +31,9 @@ struct counters {
 	u64 tx_bytes;
 	u64 rx_packets;
 	u64 tx_packets;
+	// since_ns: CLOCK_BOOTTIME when the entry was made, in the slot of the
+	// CPU that made it (0 in the others): when counting began for the job.
+	u64 since_ns;
 };
 
 // task_last is what a task's counters were at its previous switch-out, plus
@@ -229,7 +232,7 @@ static __always_inline struct counters *counters_for(struct job_key *k, struct c
 		self_inc(SELF_DYING);
 		return NULL;
 	}
-	struct counters zero = {};
+	struct counters zero = {.since_ns = bpf_ktime_get_boot_ns()};
 	long err = bpf_map_update_elem(&job_counters, k, &zero, BPF_NOEXIST);
 	if (err && err != -17 /* EEXIST */) {
 		self_inc(SELF_OVERFLOW);

@@ -27,6 +27,7 @@ type jobscopeCounters struct {
 	TxBytes      uint64
 	RxPackets    uint64
 	TxPackets    uint64
+	SinceNs      uint64
 }
 
 type jobscopeJobKey struct {

@@ -64,6 +64,7 @@ func TestLiveCPUAtEachRead(t *testing.T) {
 	}
 	defer spin.Process.Kill()
 	waitSleeping(t, spin.Process.Pid)
+	moved := time.Now()
 	if err := os.WriteFile(filepath.Join(job.taskDir[""], "cgroup.procs"), []byte(strconv.Itoa(spin.Process.Pid)), 0); err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +86,14 @@ func TestLiveCPUAtEachRead(t *testing.T) {
 			t.Fatalf("read %d: no entry for the job while its thread runs", i)
 		}
 		got := sum(c.CPUNs)
+		if i == 0 {
+			t.Logf("counting began %v after the move", c.Since.Sub(moved))
+		}
+		// Counting began when the burner first ran in the job (the
+		// clocks are converted, so allow a few ms).
+		if i == 0 && (c.Since.Before(moved.Add(-10*time.Millisecond)) || c.Since.After(time.Now())) {
+			t.Errorf("counting began at %v, want between the move (%v) and now", c.Since, moved)
+		}
 		// Distance from cpu.stat: 0 between the two reads of it.
 		dev := 0.0
 		if got < before {

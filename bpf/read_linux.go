@@ -7,9 +7,21 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 )
+
+// bootNow is CLOCK_BOOTTIME in ns (bpf_ktime_get_boot_ns's clock), 0 if
+// it cannot be read.
+func bootNow() uint64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts) != nil {
+		return 0
+	}
+	return uint64(ts.Nano())
+}
 
 // Read folds the running slices of job tasks in (fold_running), then sums
 // each job's per-CPU values (keeping CPU time per CPU) and reads the self
@@ -21,12 +33,17 @@ func (o *Objects) Read() (*Snapshot, error) {
 		}
 	}
 	s := &Snapshot{Jobs: map[Key]*Counters{}}
+	wall, boot := time.Now(), bootNow()
 	var k jobscopeJobKey
 	var vals []jobscopeCounters
 	it := o.maps.JobCounters.Iterate()
 	for it.Next(&k, &vals) {
 		c := &Counters{CPUNs: make([]uint64, len(vals))}
+		var since uint64
 		for cpu, v := range vals {
+			if v.SinceNs != 0 && (since == 0 || v.SinceNs < since) {
+				since = v.SinceNs
+			}
 			c.CPUNs[cpu] = v.CpuNs + v.CpuNsRunning
 			c.RChar += v.Rchar
 			c.WChar += v.Wchar
@@ -38,6 +55,9 @@ func (o *Objects) Read() (*Snapshot, error) {
 			c.TxBytes += v.TxBytes
 			c.RxPackets += v.RxPackets
 			c.TxPackets += v.TxPackets
+		}
+		if since != 0 && boot != 0 {
+			c.Since = wall.Add(-time.Duration(boot - min(since, boot)))
 		}
 		s.Jobs[Key{Hierarchy: k.Hierarchy, CgroupID: k.CgroupId}] = c
 	}

@@ -18,6 +18,10 @@ type Counters struct {
 	RChar, WChar, SyscR, SyscW, ReadBytes, WriteBytes uint64
 	// Network: bytes and packets of sockets created in the job.
 	RxBytes, TxBytes, RxPackets, TxPackets uint64
+	// Since is when the programs began counting for the job: its first
+	// event after they were attached (CPU time before it is not in CPUNs).
+	// Zero when unknown.
+	Since time.Time
 }
 
 // ProgramStats are the kernel's statistics of one program.

@@ -6,6 +6,7 @@ import (
 
 type ebpfDescs struct {
 	cpuCore, cpuOutside, syscallBytes, syscalls, storageBytes, netBytes, netPackets *collector.Desc
+	countedSince                                                                    *collector.Desc
 
 	attached, entries, maxEntries, overflows, dying, seeded, mptcp, network *collector.Desc
 	runSeconds, runs, misses                                                *collector.Desc
@@ -27,6 +28,8 @@ func newEBPFDescs() ebpfDescs {
 			"Bytes the job's tasks caused to be read from storage and dirtied for writing to it (task io accounting read_bytes/write_bytes: page-cache level, local and network filesystems alike, counted when pages are dirtied, so rewritten or truncated pages count too). Not block-device IO; see slurm_job_block_io_bytes_total for that.", "direction"),
 		netBytes: collector.NewJobDesc("slurm_job_network_bytes_total",
 			"IP bytes of the sockets the job's tasks created, headers included (cgroup_skb ingress/egress on the cgroup v2 root, by a tag set at socket creation), from the ebpf collector. RDMA and other kernel-bypass traffic is not seen.", "direction"),
+		countedSince: collector.NewJobDesc("slurm_job_ebpf_counted_since_timestamp_seconds",
+			"When the ebpf collector began counting the job: its first event after the programs were first attached (kept across restarts in the pinned maps). Per-core CPU, syscall and storage IO and network series cover the time since then: for a job that was already running then, this is later than its start and per-core CPU sums to less than cpu.stat."),
 		netPackets: collector.NewJobDesc("slurm_job_network_packets_total",
 			"IP packets of the sockets the job's tasks created (cgroup_skb ingress/egress), from the ebpf collector.", "direction"),
 

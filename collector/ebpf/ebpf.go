@@ -169,6 +169,9 @@ func (c *ebpfCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric
 
 func (c *ebpfCollector) emitJob(ch chan<- prometheus.Metric, series *collector.JobSeries, cnt *bpf.Counters, network bool, allocated []int) {
 	counter := func(d *collector.Desc, v float64, extra ...string) { ch <- series.Counter(d, v, extra...) }
+	if !cnt.Since.IsZero() {
+		ch <- series.Gauge(c.d.countedSince, float64(cnt.Since.UnixMilli())/1e3)
+	}
 	// The job's allocated cores (an idle one shows as 0, which is the
 	// point of per-core series). Time on other cores is real time of the
 	// job's cgroup (cpu.stat has it too), but not of its allocation:

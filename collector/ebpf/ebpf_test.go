@@ -34,8 +34,9 @@ func cannedEBPF() (*ebpfCollector, []*discovery.Job) {
 	keys := map[string]bpf.Key{"101": {Hierarchy: 0, CgroupID: 9001}, "102": {Hierarchy: 2, CgroupID: 77}, "103": {Hierarchy: 0, CgroupID: 9003}}
 	snap := &bpf.Snapshot{
 		Jobs: map[bpf.Key]*bpf.Counters{
-			{Hierarchy: 0, CgroupID: 9001}: {CPUNs: []uint64{0, 2_500_000_000, 1_250_000_000, 0}, RChar: 1 << 20, WChar: 3 << 20, SyscR: 40, SyscW: 12, ReadBytes: 4096, WriteBytes: 1 << 20, RxBytes: 5000, TxBytes: 7000, RxPackets: 5, TxPackets: 7},
-			{Hierarchy: 2, CgroupID: 77}:   {CPUNs: []uint64{500_000_000, 0, 0, 0}, RChar: 10, WChar: 20, SyscR: 1, SyscW: 2},
+			{Hierarchy: 0, CgroupID: 9001}: {CPUNs: []uint64{0, 2_500_000_000, 1_250_000_000, 0}, RChar: 1 << 20, WChar: 3 << 20, SyscR: 40, SyscW: 12, ReadBytes: 4096, WriteBytes: 1 << 20, RxBytes: 5000, TxBytes: 7000, RxPackets: 5, TxPackets: 7, Since: time.Unix(1764000000, 250e6)},
+			// Since unknown (zero): no counted-since series.
+			{Hierarchy: 2, CgroupID: 77}: {CPUNs: []uint64{500_000_000, 0, 0, 0}, RChar: 10, WChar: 20, SyscR: 1, SyscW: 2},
 			// A job cgroup discovery does not list (not Slurm's): not emitted.
 			{Hierarchy: 0, CgroupID: 5}: {CPUNs: []uint64{1, 1, 1, 1}},
 		},

@@ -58,6 +58,7 @@ type gpuDescs struct {
 	job, node         map[string]*collector.Desc // by spec name
 	jobInfo, nodeInfo *collector.Desc
 	jobXid, nodeXid   *collector.Desc
+	lost, age         *collector.Desc
 	order             []string
 }
 
@@ -88,12 +89,17 @@ func newGPUDescs() gpuDescs {
 	d.nodeXid = collector.NewDesc("jobscope_gpu_xid_errors_total",
 		"Xid errors the driver reported on GPUs that belonged to no job at the scrape after the event, counted by jobscope from NVML events since it started.",
 		dev("xid")...)
+	d.lost = collector.NewDesc("jobscope_gpu_lost",
+		"1 for a GPU the driver reports as lost (NVML GPU_IS_LOST, Xid 79: fallen off the bus), under the identity it had when last read (uuid empty if it never was); 0 for every GPU that answers.",
+		gpuDeviceLabels...)
+	d.age = collector.NewDesc("jobscope_gpu_snapshot_age_seconds",
+		"Age of the GPU values this scrape serves: 0 when read now; while the backend (DCGM) is unreachable and no fallback answers, the last good snapshot is served again and this says how old it is.")
 	return d
 }
 
 // all lists every descriptor (for docs/metrics.md).
 func (d gpuDescs) all() []*collector.Desc {
-	out := []*collector.Desc{d.jobInfo, d.nodeInfo, d.jobXid, d.nodeXid}
+	out := []*collector.Desc{d.jobInfo, d.nodeInfo, d.jobXid, d.nodeXid, d.lost, d.age}
 	for _, n := range d.order {
 		out = append(out, d.job[n], d.node[n])
 	}

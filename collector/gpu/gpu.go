@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
@@ -98,12 +99,26 @@ func (c *gpuCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric)
 	for _, j := range jobs {
 		byID[j.ID] = j
 	}
+	backend := c.source.Name()
+	if rd.Via != "" {
+		backend = rd.Via // DCGM is away and NVML answers meanwhile
+	}
+	age := 0.0
+	if rd.Stale {
+		age = rd.Age.Seconds()
+		s.Problem("stale_snapshot", fmt.Errorf("%s unreachable: serving the snapshot read %s ago", c.source.Name(), rd.Age.Round(time.Second)))
+	}
+	ch <- c.d.age.Gauge(age)
 	byUUID := make(map[string]*gpu.Device, len(rd.Devices))
 	for i := range rd.Devices {
 		d := &rd.Devices[i]
 		byUUID[d.UUID] = d
 		dl := deviceLabelValues(d)
-		ch <- c.d.nodeInfo.Gauge(1, append(dl, c.source.Name())...)
+		ch <- c.d.nodeInfo.Gauge(1, append(dl, backend)...)
+		ch <- c.d.lost.Gauge(lostValue(d), dl...)
+		if d.Lost {
+			s.Problem("gpu_lost", fmt.Errorf("GPU %d (%s) lost: the driver reports it fallen off the bus", d.Index, d.UUID))
+		}
 		a, held := rd.Assign[d.UUID]
 		if j := byID[a.JobID]; held && j != nil {
 			series := c.pairs.Job(j)
@@ -133,6 +148,13 @@ func (c *gpuCollector) emitFields(ch chan<- prometheus.Metric, descs map[string]
 		}
 		ch <- metric(descs[spec.name], spec.typ, v, lv...)
 	}
+}
+
+func lostValue(d *gpu.Device) float64 {
+	if d.Lost {
+		return 1
+	}
+	return 0
 }
 
 // deviceLabelValues matches gpuDeviceLabels.

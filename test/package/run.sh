@@ -216,4 +216,9 @@ fi
 
 log "$PASSES passed, $FAILS failed"
 [ "$FAILS" = 0 ] || exit 1
+# The chroot's /proc and bpffs are still mounted in this namespace: rm
+# --one-file-system would skip them and fail.
+for m in "$WORK/root/sys/fs/bpf" "$WORK/root/proc"; do
+	if mountpoint -q "$m"; then umount -l "$m"; fi
+done
 rm -rf --one-file-system "$WORK/root" "$WORK/nspawn" "$WORK/build" "$WORK/next"

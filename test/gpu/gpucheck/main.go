@@ -159,6 +159,10 @@ func run() int {
 	free0 := observe("no-job", 4*time.Second, a)
 	uuid := free0.last("a").label("jobscope_gpu_info", nil, "uuid")
 	r.check("GPU with no job: jobscope_gpu_info present", "1 series", fmt.Sprint(len(free0.last("a").series("jobscope_gpu_info"))), uuid != "")
+	lost, lok := free0.last("a").value("jobscope_gpu_lost", map[string]string{"uuid": uuid})
+	r.check("healthy GPU: jobscope_gpu_lost", "0", fmt.Sprint(lost), lok && lost == 0)
+	age, aok := free0.last("a").value("jobscope_gpu_snapshot_age_seconds", nil)
+	r.check("values read now: jobscope_gpu_snapshot_age_seconds", "0", fmt.Sprint(age), aok && age == 0)
 
 	// Job 4242: prolog props and mapping file, GPU variables in its environment.
 	must(os.WriteFile(filepath.Join(props, "4242"), []byte("SLURM_JOB_ID=4242\nSLURM_JOB_USER=root\nSLURM_JOB_UID=0\nSLURM_JOB_ACCOUNT=gpuacct\nSLURM_JOB_PARTITION=gpu\nSLURM_JOB_GPUS=0\n"), 0o644))
