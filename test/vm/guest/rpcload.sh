@@ -15,7 +15,7 @@
 #   native   slurmctld's MetricsType=metrics/openmetrics endpoint, its five
 #            paths scraped every RPC_INTERVAL by two Prometheus servers
 # The raw sdiag outputs and a summary (out/table.txt) come back on the
-# payload disk.
+# payload disk. Not yet run: written in session 3, when no VM time was left.
 set -uo pipefail
 . "$(dirname "$0")/slurm.sh"
 . "$HERE/jobscope.sh"
