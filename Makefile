@@ -5,6 +5,8 @@
 #   make vm-e2e jobscope as a systemd service in Debian 12, 13 and forky VMs (root; qemu)
 #   make bench  scrape benchmarks on generated 128/512-job trees
 #   make lint   golangci-lint with the repository's .golangci.yml
+#   make fuzz   every fuzz target for FUZZTIME (20s) each
+#   make test-adversarial  faults a node meets, each case asserting its outcome (docs/reliability.md)
 #   make kernel-matrix  load and check the BPF programs on Debian's kernels 5.10-7.2 under qemu
 
 GO        ?= go
@@ -24,7 +26,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all build build-static demo test test-deps e2e vm-e2e bench bench-controller bench-bpf kernel-matrix generate docs fmt vet lint clean gpu-bundle \
+.PHONY: all build build-static demo test test-deps e2e vm-e2e bench bench-controller bench-bpf kernel-matrix generate emission-factors docs fuzz test-adversarial fmt vet lint clean gpu-bundle \
 	package package-deps package-test package-test-deps
 
 all: build
@@ -58,6 +60,19 @@ test: test-deps
 	JOBSCOPE_REQUIRE_PROMTOOL=$$(command -v promtool >/dev/null && echo 1) JOBSCOPE_REQUIRE_CHROMIUM=$$(command -v chromium >/dev/null && echo 1) $(GO) test -count=1 ./...
 	CGO_ENABLED=0 $(GO) build -tags nogpu -o /dev/null ./...
 	$(GO) vet ./...
+
+# Every fuzz target of the module, FUZZTIME each (test/fuzz/run.sh); a
+# crasher lands in <package>/testdata/fuzz/ and plain go test replays it.
+FUZZTIME ?= 20s
+fuzz:
+	GO='$(GO)' FUZZTIME=$(FUZZTIME) bash test/fuzz/run.sh
+
+# Faults a node meets, each case asserting its outcome (docs/reliability.md):
+# bad and blocking files, vanishing jobs, Slurm commands that misbehave,
+# hostile HTTP clients, job churn, SIGTERM mid-scrape. Root for the cases
+# that need it (they skip otherwise; CI runs as root).
+test-adversarial: build
+	JOBSCOPE_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 15m -v ./test/adversarial/
 
 # .deb and .rpm for each of PKG_ARCHES into dist/: jobscope (cgo, GPU
 # support) and jobscope-static (no cgo, no GPU support); nfpm comes from the
@@ -137,6 +152,14 @@ gpu-bundle: build
 
 generate:
 	$(GO) generate ./...
+
+# power/emissions_factors.csv from Our World in Data's energy dataset
+# (docs/energy.md): OWID_CSV is owid-energy-data.csv from
+# github.com/owid/energy-data; alpha-2 codes come from Debian's iso-codes.
+OWID_CSV ?= owid-energy-data.csv
+emission-factors:
+	@dpkg -s iso-codes >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends iso-codes >/dev/null; }
+	$(GO) run ./internal/factorsgen -owid $(OWID_CSV) -source "$(OWID_SOURCE)" -o power/emissions_factors.csv
 
 docs:
 	$(GO) test ./collector/registry/ -run TestMetricsDoc -update

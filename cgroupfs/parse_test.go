@@ -49,7 +49,15 @@ func FuzzParsers(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	seen := map[string]bool{}
+	realFiles(f, func(b []byte) {
+		if !seen[string(b)] {
+			seen[string(b)] = true
+			f.Add(b)
+		}
+	})
 	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = ParseUint(b)
 		_, _ = ParsePSI(b)
 		_, _ = ParseIOStat(b)
 		_, _ = ParseBlkio(b)

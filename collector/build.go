@@ -96,3 +96,14 @@ type unavailable struct{ err error }
 func (u unavailable) Collect(*Scrape, chan<- prometheus.Metric) error {
 	return fmt.Errorf("%w: %v", ErrUnavailable, u.err)
 }
+
+// BadFlag marks a constructor's error as a wrong option value or start-up
+// setting: the exporter then stops at start (exit status 2) rather than
+// running with the collector off.
+func BadFlag(err error) error { return &FlagError{Err: err} }
+
+// FlagError is an error BadFlag marked.
+type FlagError struct{ Err error }
+
+func (e *FlagError) Error() string { return e.Err.Error() }
+func (e *FlagError) Unwrap() error { return e.Err }

@@ -114,7 +114,7 @@ func TestWorkerPanicKeepsScrape(t *testing.T) {
 	problems := NewProblems(log)
 	cs := map[string]Collector{
 		"perjob": funcCollector(func(s *Scrape, ch chan<- prometheus.Metric) error {
-			s.EachJob(2, func(j *discovery.Job) {
+			s.EachJob(NewJobPool(2), ch, func(j *discovery.Job, ch chan<- prometheus.Metric) {
 				if j.ID == "100" {
 					panic("worker panic")
 				}

@@ -145,33 +145,3 @@ func (s *Scrape) protect(fn func()) (ok bool) {
 	fn()
 	return true
 }
-
-// EachJob calls fn for each of the scrape's jobs on up to workers
-// goroutines, handing jobs out in order until the scrape's deadline. A
-// panic in fn costs that job only (recovered as in Go). It returns how many
-// calls of fn returned; fewer than len(Jobs()) means the deadline or a
-// panic cut the scrape short.
-func (s *Scrape) EachJob(workers int, fn func(j *discovery.Job)) int {
-	jobs := s.Jobs()
-	work := make(chan *discovery.Job)
-	var done atomic.Int64
-	var wg sync.WaitGroup
-	for range min(max(workers, 1), max(len(jobs), 1)) {
-		Go(s, &wg, func() {
-			for j := range work {
-				if s.protect(func() { fn(j) }) {
-					done.Add(1)
-				}
-			}
-		})
-	}
-	for _, j := range jobs {
-		if s.ctx.Err() != nil {
-			break
-		}
-		work <- j
-	}
-	close(work)
-	wg.Wait()
-	return int(done.Load())
-}

@@ -3,7 +3,6 @@ package discovery
 import (
 	"context"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -60,6 +59,8 @@ type Discoverer struct {
 	users *userCache
 	queue *queue // nil without cfg.Queue
 	skips *skipLog
+	// environ bounds reads of job processes' environments (environ.go).
+	environ *environReader
 
 	mu    sync.Mutex
 	metas map[entryKey]*metaEntry
@@ -106,7 +107,7 @@ func New(cfg Config) *Discoverer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := &Discoverer{cfg: cfg, log: log, users: newUserCache(cfg.LookupUser), skips: newSkipLog(log),
+	d := &Discoverer{cfg: cfg, log: log, users: newUserCache(cfg.LookupUser), skips: newSkipLog(log), environ: newEnvironReader(),
 		metas: map[entryKey]*metaEntry{}, ids: map[entryKey]*idEntry{}, last: newScanStats()}
 	if cfg.Queue != nil {
 		d.queue = newQueue(cfg, log)
@@ -196,8 +197,8 @@ func JobIDFromCgroupPath(p string) string {
 // readEnviron reads the Slurm variables of one process; nil when it cannot
 // be read (exited, or not ours to read).
 func (d *Discoverer) readEnviron(pid int) map[string]string {
-	b, err := os.ReadFile(filepath.Join(d.cfg.ProcFS, strconv.Itoa(pid), "environ"))
-	if err != nil {
+	b := d.environ.read(filepath.Join(d.cfg.ProcFS, strconv.Itoa(pid), "environ"))
+	if b == nil {
 		return nil
 	}
 	return parseVars(b, 0)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"cmp"
+	"errors"
 	"log/slog"
 	"runtime"
 	"slices"
@@ -51,26 +53,41 @@ func buildExporter(o *options, fs *pflag.FlagSet, set *collector.Set, mode colle
 		env.GPU, env.GPUErr = gpucoll.Open(env, *o.gpu)
 		eo.GPU = env.GPU
 	}
+	var badFlag error
 	built := set.Build(env, names, func(name string, err error) {
+		if errors.As(err, new(*collector.FlagError)) {
+			badFlag = cmp.Or(badFlag, err)
+			return
+		}
 		logger.Warn("collector unavailable: its success metric stays 0", "collector", name, "err", err)
 	})
+	if badFlag != nil {
+		releaseEnv(env, eo, logger)
+		return nil, nil, &flagError{badFlag}
+	}
 	exp := collector.NewExporter(built, eo)
 	var once sync.Once
 	release := func() {
 		once.Do(func() {
 			exp.Close()
-			if env.BPF != nil {
-				if err := env.BPF.Close(); err != nil {
-					logger.Warn("detaching eBPF programs", "err", err)
-				}
-			}
-			if env.GPU != nil {
-				_ = env.GPU.Close()
-			}
-			if eo.Discoverer != nil {
-				eo.Discoverer.Close() // its background squeue
-			}
+			releaseEnv(env, eo, logger)
 		})
 	}
 	return exp, release, nil
+}
+
+// releaseEnv detaches the eBPF programs (their maps stay pinned), closes the
+// GPU backend and stops the background squeue.
+func releaseEnv(env *collector.Env, eo collector.Options, logger *slog.Logger) {
+	if env.BPF != nil {
+		if err := env.BPF.Close(); err != nil {
+			logger.Warn("detaching eBPF programs", "err", err)
+		}
+	}
+	if env.GPU != nil {
+		_ = env.GPU.Close()
+	}
+	if eo.Discoverer != nil {
+		eo.Discoverer.Close() // its background squeue
+	}
 }

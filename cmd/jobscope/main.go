@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -25,6 +26,10 @@ var (
 	version  = "dev"
 	revision = "unknown"
 )
+
+// shutdownWait bounds how long SIGTERM waits for requests in flight, whose
+// scrapes were cancelled by the signal: systemd's stop should take seconds.
+const shutdownWait = 1500 * time.Millisecond
 
 func main() {
 	os.Exit(run(os.Args[1:]))
@@ -51,6 +56,12 @@ func run(args []string) int {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
+		// One line, like any wrong flag: the usage is one --help away.
+		fmt.Fprintf(os.Stderr, "jobscope: %v (jobscope --help lists the flags)\n", err)
+		return 2
+	}
+	if err := checkGPUFlags(opts); err != nil {
+		fmt.Fprintf(os.Stderr, "jobscope: %v (jobscope --help lists the flags)\n", err)
 		return 2
 	}
 	if opts.version {
@@ -69,17 +80,7 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	mode := collector.Mode(opts.mode)
-	if mode != collector.ModeNode && mode != collector.ModeController {
-		logger.Error("invalid --mode", "mode", opts.mode, "want", "node or controller")
-		return 2
-	}
-	if opts.webConfig != "" {
-		if err := web.Validate(opts.webConfig); err != nil {
-			logger.Error("invalid --web.config.file", "file", opts.webConfig, "err", err)
-			return 2
-		}
-	}
+	mode := collector.Mode(opts.mode) // checked as it was parsed
 
 	exp, release, err := buildExporter(opts, fs, set, mode, logger)
 	if err != nil {
@@ -89,9 +90,13 @@ func run(args []string) int {
 		}
 		return 1
 	}
-	srv := &http.Server{Handler: newMux(exp, opts, logger), ReadHeaderTimeout: 10 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	// Requests' contexts derive from ctx: SIGTERM ends a scrape in flight
+	// (each collector sees its deadline pass and returns), so shutting down
+	// waits for no slow scrape.
+	srv := &http.Server{Handler: newMux(exp, opts, logger), ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
 	errc := make(chan error, 1)
 	go func() {
 		listen := []string{opts.listen}
@@ -106,7 +111,7 @@ func run(args []string) int {
 		}
 	case <-ctx.Done():
 		logger.Info("shutting down")
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownWait)
 		defer cancel()
 		if err := srv.Shutdown(sctx); err != nil {
 			logger.Warn("shutdown", "err", err)

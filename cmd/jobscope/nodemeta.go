@@ -56,8 +56,11 @@ func nodeMetaQueue(fs *pflag.FlagSet, o *options, logger *slog.Logger) (func(con
 	if !nm.squeue {
 		return nil, nil
 	}
+	// One node's jobs in text are ~100 bytes each: 8 MiB is tens of
+	// thousands of jobs, and a runaway squeue costs a compute node at most
+	// that (measured by the adversarial suite: 64 MiB let RSS reach 290 MiB).
 	r := &slurmcli.Runner{Paths: map[string]string{"squeue": nm.command}, Timeout: nm.timeout,
-		MaxOutput: 64 << 20, Logger: logger}
+		MaxOutput: 8 << 20, Logger: logger}
 	return func(ctx context.Context, req discovery.QueueRequest) ([]slurmcli.NodeJob, error) {
 		return slurmcli.QueryNodeJobs(ctx, r, req.Nodes, format, req.SLUID)
 	}, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/jobscope/jobscope/cgroupfs"
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/discovery"
+	"github.com/jobscope/jobscope/internal/flagval"
 )
 
 // Factory describes the cgroup collector: memory, CPU, pressure,
@@ -23,7 +24,8 @@ func Factory() collector.Factory {
 		NeedsJobs: true,
 		Descs:     func() []*collector.Desc { return collector.DescsOf(newCgroupDescs()) },
 		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
-			workers := fs.Int("collector.cgroup.workers", 0, "Jobs read in parallel by the cgroup collector (0: number of CPUs, at most 4).")
+			workers := new(int)
+			flagval.Int(fs, workers, "collector.cgroup.workers", 0, 0, "Jobs read in parallel by the cgroup collector (0: number of CPUs, at most 4).")
 			return func(env *collector.Env) (collector.Collector, error) {
 				return NewCgroupCollector(CgroupOptions{Workers: *workers, SysFS: env.SysFS, PerCoreFromEBPF: env.BPF != nil}), nil
 			}
@@ -49,6 +51,7 @@ type cgroupCollector struct {
 	pairs   *collector.PairCache
 	state   *collector.State[jobState]
 	readers sync.Pool
+	pool    *collector.JobPool
 }
 
 // NewCgroupCollector builds the collector.
@@ -63,14 +66,14 @@ func NewCgroupCollector(opts CgroupOptions) collector.Collector {
 		opts.Now = time.Now
 	}
 	c := &cgroupCollector{opts: opts, d: newCgroupDescs(), devices: newDeviceNames(opts.SysFS), pairs: collector.NewPairCache(),
-		state: collector.NewState(newJobState)}
+		state: collector.NewState(newJobState), pool: collector.NewJobPool(opts.Workers)}
 	c.readers.New = func() any { return cgroupfs.NewReader() }
 	return c
 }
 
 func (c *cgroupCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
 	perCore := !c.opts.PerCoreFromEBPF
-	done := s.EachJob(c.opts.Workers, func(j *discovery.Job) {
+	run := s.EachJob(c.pool, ch, func(j *discovery.Job, ch chan<- prometheus.Metric) {
 		ch <- infoMetric(&c.d, j)
 		r := c.readers.Get().(*cgroupfs.Reader)
 		defer c.readers.Put(r)
@@ -83,7 +86,10 @@ func (c *cgroupCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metr
 			jr.v1(perCore)
 		}
 	})
-	if done == len(s.Jobs()) {
+	for _, j := range run.TimedOut {
+		c.state.Job(s, j) // still running: keep what it holds
+	}
+	if run.Complete(len(s.Jobs())) {
 		c.state.Sweep(s)
 	}
 	return s.Context().Err()

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/internal/flagval"
 	"github.com/jobscope/jobscope/slurmcli"
 )
 
@@ -24,7 +25,8 @@ func QueueWaitFactory(sh *shared) collector.Factory {
 		Descs:     func() []*collector.Desc { return newSlurmQueueWait(nil, 0).descs() },
 		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
 			sh.flags(fs)
-			top := fs.Int("slurm.pending-reasons.top", 10,
+			top := new(int)
+			flagval.Int(fs, top, "slurm.pending-reasons.top", 10, 0,
 				"slurm_queue_wait collector: slurm_queue_pending_reasons lists this many reasons, the most common first; the rest add up under reason=\"other\".")
 			return func(env *collector.Env) (collector.Collector, error) {
 				if *top < 1 {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/internal/flagval"
 	"github.com/jobscope/jobscope/slurmcli"
 )
 
@@ -24,9 +25,10 @@ func SacctFactory(sh *shared) collector.Factory {
 			sh.flags(fs)
 			since := fs.String("slurm.sacct.since", "24 hours ago",
 				"slurm_sacct collector: count jobs that ended since this time: relative (\"24 hours ago\", \"7 days ago\", \"1 week ago\", 24h), a date or time in the local zone (2026-01-01, 2026-01-01T06:30:00), RFC 3339, \"now\" or a Unix time.")
-			overlap := fs.Duration("slurm.sacct.overlap", 2*time.Minute,
+			overlap, maxWindow := new(time.Duration), new(time.Duration)
+			flagval.Duration(fs, overlap, "slurm.sacct.overlap", 2*time.Minute, 0,
 				"slurm_sacct collector: each incremental query reaches back this far, so job records slurmdbd stores late are still counted (once); records later than this (slurmdbd unreachable for longer) are missed.")
-			maxWindow := fs.Duration("slurm.sacct.max-window", 24*time.Hour,
+			flagval.Duration(fs, maxWindow, "slurm.sacct.max-window", 24*time.Hour, 1,
 				"slurm_sacct collector: the longest span one query asks for; a --slurm.sacct.since further back is caught up one such window per poll (jobscope_slurm_sacct_behind_seconds shows the way left).")
 			return func(env *collector.Env) (collector.Collector, error) {
 				c, err := sh.cacheFor(env)

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/internal/flagval"
 	"github.com/jobscope/jobscope/internal/poll"
 	"github.com/jobscope/jobscope/slurmcli"
 )
@@ -47,13 +48,15 @@ func (sh *shared) flags(fs *pflag.FlagSet) {
 }
 
 func slurmFlags(fs *pflag.FlagSet) {
-	fs.Duration("slurm.poll-interval", 30*time.Second,
+	var poll, maxAge, timeout time.Duration
+	var format string
+	flagval.Duration(fs, &poll, "slurm.poll-interval", 30*time.Second, 1,
 		"Controller mode: run each Slurm command at most once per this interval, whatever the number of scrapes.")
-	fs.Duration("slurm.max-age", 10*time.Minute,
+	flagval.Duration(fs, &maxAge, "slurm.max-age", 10*time.Minute, 0,
 		"Controller mode: while Slurm commands fail, keep serving their last good values (with jobscope_slurm_snapshot_age_seconds) up to this age, then drop them; 0 keeps them forever.")
-	fs.Duration("slurm.command-timeout", 20*time.Second,
+	flagval.Duration(fs, &timeout, "slurm.command-timeout", 20*time.Second, 1,
 		"Controller mode: kill a Slurm command (its whole process group) after this long.")
-	fs.String("slurm.format", string(slurmcli.FormatAuto),
+	flagval.Enum(fs, &format, "slurm.format", string(slurmcli.FormatAuto), []string{string(slurmcli.FormatAuto), string(slurmcli.FormatJSON), string(slurmcli.FormatText)},
 		"Controller mode: output format of squeue and sinfo: auto (JSON, text if the version refuses --json), json or text.")
 	fs.String("slurm.bin-dir", "",
 		"Controller mode: directory of the Slurm commands (default: looked up in PATH).")
@@ -92,6 +95,9 @@ func (sh *shared) cacheFor(env *collector.Env) (*slurmcli.Cache, error) {
 			return // tests hand in a cache with a fake clock
 		}
 		sh.cache, sh.err = newCache(sh.fs, env.Logger)
+		if sh.err != nil {
+			sh.err = collector.BadFlag(sh.err) // every cause is an option value
+		}
 	})
 	return sh.cache, sh.err
 }

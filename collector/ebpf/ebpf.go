@@ -13,6 +13,7 @@ import (
 	"github.com/jobscope/jobscope/bpf"
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/discovery"
+	"github.com/jobscope/jobscope/internal/flagval"
 )
 
 // Options configure the eBPF programs.
@@ -36,7 +37,7 @@ func RegisterFlags(fs *pflag.FlagSet) *Options {
 	fs.Uint32Var(&o.MaxJobs, "bpf.max-jobs", 1024, "Job cgroups the ebpf counter map holds; more are counted in jobscope_bpf_map_overflows_total.")
 	fs.BoolVar(&o.Stats, "bpf.stats", false, "Turn on the kernel's BPF run-time statistics (kernel.bpf_stats_enabled, ~20 ns per program run) for jobscope_bpf_program_* metrics.")
 	fs.BoolVar(&o.Network, "bpf.network", true, "Count job network traffic (cgroup_skb programs on the cgroup v2 root).")
-	fs.StringVar(&o.V1Controller, "bpf.v1-controller", "cpuacct", "cgroup v1 hierarchy that keys jobs on v1 and hybrid hosts (cpuacct or memory; the other is used when it is not mounted).")
+	flagval.Enum(fs, &o.V1Controller, "bpf.v1-controller", "cpuacct", []string{"cpuacct", "memory"}, "cgroup v1 hierarchy that keys jobs on v1 and hybrid hosts (cpuacct or memory; the other is used when it is not mounted).")
 	return o
 }
 

@@ -91,7 +91,7 @@ func newPowerDescs() powerDescs {
 		ipmiAge: collector.NewDesc("jobscope_ipmi_power_age_seconds",
 			"Age of the cached IPMI power reading in seconds."),
 		factor: collector.NewDesc("jobscope_emissions_factor_grams_per_kwh",
-			"Grid emission factor in gCO2e per kWh, by source: static (--power.emissions.factor), owid (embedded Our World in Data 2023 yearly country figure), electricitymaps or rte (live, cached per --power.emissions.refresh).", "source"),
+			"Grid emission factor in gCO2e per kWh, by source: static (--power.emissions.factor), owid (embedded Our World in Data yearly country figure, latest year per country), electricitymaps or rte (live, cached per --power.emissions.refresh).", "source"),
 		jobEnergy: collector.NewJobDesc("slurm_job_energy_joules_total",
 			"Energy attributed to the job in joules since jobscope first saw it, by source: rapl_cpu (RAPL package energy by CPU-time share), rapl_dram (RAPL DRAM energy by memory share), ipmi (BMC node energy minus GPUs by CPU-time share; an alternative to rapl_cpu+rapl_dram, not an addition), gpu (measured energy of the GPUs the job held). Method and idle policy in docs/energy.md.", "source"),
 		unattributed: collector.NewDesc("jobscope_energy_unattributed_joules_total",

@@ -18,6 +18,7 @@ import (
 	"github.com/jobscope/jobscope/cgroupfs"
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/discovery"
+	"github.com/jobscope/jobscope/internal/flagval"
 	"github.com/jobscope/jobscope/internal/poll"
 	"github.com/jobscope/jobscope/power"
 )
@@ -39,22 +40,41 @@ func Factory() collector.Factory {
 func registerFlags(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
 	o := &PowerOptions{}
 	fs.BoolVar(&o.RAPL, "power.rapl", true, "Read RAPL energy counters from powercap sysfs.")
-	fs.DurationVar(&o.RAPLInterval, "power.rapl-interval", time.Minute, "Also read RAPL counters in the background this often, so a long scrape gap cannot hide a second wrap of energy_uj (0: only at scrapes).")
-	fs.StringVar(&o.IPMIMode, "power.ipmi", IPMIAuto, "How to read the BMC's DCMI power: auto (in-band through the IPMI device when it opens, else --power.ipmi-command if set), inband, command or off.")
+	flagval.Duration(fs, &o.RAPLInterval, "power.rapl-interval", time.Minute, 0, "Also read RAPL counters in the background this often, so a long scrape gap cannot hide a second wrap of energy_uj (0: only at scrapes).")
+	flagval.Enum(fs, &o.IPMIMode, "power.ipmi", IPMIAuto, []string{IPMIAuto, IPMIInBand, IPMICommand, IPMIOff}, "How to read the BMC's DCMI power: auto (in-band through the IPMI device when it opens, else --power.ipmi-command if set), inband, command or off.")
 	fs.StringVar(&o.IPMIDevice, "power.ipmi-device", "", "IPMI device for in-band reads (default: the first of "+strings.Join(power.DefaultIPMIDevices, ", ")+" that opens).")
 	fs.StringVar(&o.IPMICommand, "power.ipmi-command", "", "Command printing the output of freeipmi's ipmi-dcmi --get-system-power-statistics, split on spaces and run without a shell (e.g. \"/usr/sbin/ipmi-dcmi --get-system-power-statistics\"); the fallback of --power.ipmi=auto when no IPMI device opens.")
-	fs.DurationVar(&o.IPMIInterval, "power.ipmi-interval", 30*time.Second, "Ask the BMC at most once per interval (BMCs are slow); scrapes in between get the cached reading.")
-	fs.DurationVar(&o.IPMITimeout, "power.ipmi-timeout", 10*time.Second, "Give up on one BMC reading after this long (the command is killed with its whole process group).")
+	flagval.Duration(fs, &o.IPMIInterval, "power.ipmi-interval", 30*time.Second, 1, "Ask the BMC at most once per interval (BMCs are slow); scrapes in between get the cached reading.")
+	flagval.Duration(fs, &o.IPMITimeout, "power.ipmi-timeout", 10*time.Second, 1, "Give up on one BMC reading after this long (the command is killed with its whole process group).")
 	fs.BoolVar(&o.PerJob, "power.per-job", true, "Export per-job energy counters (slurm_job_energy_joules_total).")
-	fs.StringVar(&o.IdlePolicy, "power.idle-policy", string(power.PolicyCapacity), "Who pays for idle power: capacity (a job pays its share of the node's CPUs/memory; idle stays unattributed) or jobs (all measured energy is split among running jobs).")
-	fs.Float64Var(&o.Factor, "power.emissions.factor", 0, "Static grid emission factor in gCO2e/kWh (0: none).")
-	fs.StringVar(&o.Country, "power.emissions.country", "", "ISO 3166 country code for the embedded yearly factor (Our World in Data, 2023); empty: none.")
-	fs.StringVar(&o.Provider, "power.emissions.provider", "", "Live factor provider: electricitymaps (token in $"+power.ElectricityMapsTokenEnv+") or rte (France, eCO2mix); empty: none.")
+	flagval.Enum(fs, &o.IdlePolicy, "power.idle-policy", string(power.PolicyCapacity), []string{string(power.PolicyCapacity), string(power.PolicyJobs)}, "Who pays for idle power: capacity (a job pays its share of the node's CPUs/memory; idle stays unattributed) or jobs (all measured energy is split among running jobs).")
+	flagval.Float(fs, &o.Factor, "power.emissions.factor", 0, 0, "Static grid emission factor in gCO2e/kWh (0: none).")
+	flagval.String(fs, &o.Country, "power.emissions.country", "", "ISO 3166 alpha-2 or alpha-3 country code for the embedded yearly factor (Our World in Data, latest year per country; docs/energy.md); empty: none.", checkCountry)
+	flagval.Enum(fs, &o.Provider, "power.emissions.provider", "", []string{"", "electricitymaps", "rte"}, "Live factor provider: electricitymaps (token in $"+power.ElectricityMapsTokenEnv+") or rte (France, eCO2mix); empty: none.")
 	fs.StringVar(&o.Zone, "power.emissions.zone", "", "Electricity Maps zone (default: --power.emissions.country).")
 	fs.StringVar(&o.ProviderURL, "power.emissions.url", "", "Base URL of the live provider (default: its public API; set it for a proxy).")
-	fs.DurationVar(&o.Refresh, "power.emissions.refresh", 15*time.Minute, "Ask the live provider at most once per interval.")
-	fs.DurationVar(&o.Timeout, "power.emissions.timeout", 10*time.Second, "Timeout of one live provider request.")
-	return func(env *collector.Env) (collector.Collector, error) { return NewPowerCollector(env, *o) }
+	flagval.Duration(fs, &o.Refresh, "power.emissions.refresh", 15*time.Minute, 1, "Ask the live provider at most once per interval.")
+	flagval.Duration(fs, &o.Timeout, "power.emissions.timeout", 10*time.Second, 1, "Timeout of one live provider request.")
+	return func(env *collector.Env) (collector.Collector, error) {
+		c, err := NewPowerCollector(env, *o)
+		if err != nil {
+			// Every option was checked as it was parsed; what is left is
+			// the environment (the Electricity Maps token), equally fixed
+			// at start.
+			return nil, collector.BadFlag(err)
+		}
+		return c, nil
+	}
+}
+
+// checkCountry accepts the codes of the embedded table, so that a country
+// without a factor stops the start instead of the whole power collector.
+func checkCountry(code string) error {
+	if code == "" {
+		return nil
+	}
+	_, err := power.LookupCountry(code)
+	return err
 }
 
 // PowerOptions configure the power collector.

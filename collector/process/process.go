@@ -12,6 +12,7 @@ import (
 
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/discovery"
+	"github.com/jobscope/jobscope/internal/flagval"
 )
 
 // procUserHZ is the unit of utime/stime in /proc/<pid>/stat on every Linux
@@ -53,11 +54,11 @@ func Factory() collector.Factory {
 			o := &ProcessOptions{}
 			fs.StringSliceVar(&o.Mounts, "collector.process.fs", nil,
 				"Mount points (comma-separated) whose open files are counted per job, e.g. /scratch,/home.")
-			fs.IntVar(&o.TopN, "collector.process.top-n", 5,
+			flagval.Int(fs, &o.TopN, "collector.process.top-n", 5, 0,
 				"Executables per job with their own CPU series; the rest is summed as exe=\"other\".")
 			fs.BoolVar(&o.Threads, "collector.process.threads", false,
 				"Also read every thread's stat and status: threads by state and context switches (several times the cost of the per-process files).")
-			fs.StringVar(&o.IO, "collector.process.io", ProcessIOAuto,
+			flagval.Enum(fs, &o.IO, "collector.process.io", ProcessIOAuto, []string{ProcessIOAuto, ProcessIOOn, ProcessIOOff},
 				"Per-job IO from /proc/<pid>/io: auto (only while the ebpf collector is not loaded), on or off.")
 			return func(env *collector.Env) (collector.Collector, error) {
 				o := *o
@@ -78,6 +79,7 @@ type processCollector struct {
 	// jobs keeps each job's accounting between scrapes; a job's lock is
 	// held from reading its processes to emitting its counters.
 	jobs *collector.State[procJobAcct]
+	pool *collector.JobPool
 }
 
 // NewProcessCollector builds the process collector over env.ProcFS.
@@ -119,6 +121,7 @@ func NewProcessCollector(env *collector.Env, o ProcessOptions) (collector.Collec
 		env:    env,
 		reader: procReader{fs: pfs, root: root, mounts: mounts, threads: o.Threads},
 		jobs:   collector.NewState(newProcJobAcct),
+		pool:   collector.NewJobPool(procReadWorkers),
 		d:      newProcDescs(),
 		pairs:  collector.NewPairCache(),
 	}, nil
@@ -164,10 +167,11 @@ func (c *processCollector) ioOn() bool {
 func (c *processCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
 	withIO := c.ioOn()
 	jobs := s.Jobs()
-	discovery.PrefetchPIDs(jobs, procReadWorkers)
 	var mu sync.Mutex
 	var ri procReadIssues
-	read := s.EachJob(procReadWorkers, func(j *discovery.Job) {
+	// A job's pids are read in its own task (cgroup.procs can block like
+	// any file), not prefetched for all jobs at once.
+	run := s.EachJob(c.pool, ch, func(j *discovery.Job, ch chan<- prometheus.Metric) {
 		var sample procJobSample
 		var jri procReadIssues
 		series := c.pairs.Job(j)
@@ -184,8 +188,11 @@ func (c *processCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Met
 		mu.Unlock()
 	})
 	var err error
-	if read < len(jobs) {
-		err = fmt.Errorf("process: %d jobs left unread: %w", len(jobs)-read, s.Context().Err())
+	for _, j := range run.TimedOut {
+		c.jobs.Job(s, j) // still running: keep its accounting
+	}
+	if !run.Complete(len(jobs)) {
+		err = fmt.Errorf("process: %d jobs left unread: %w", len(jobs)-run.Done-len(run.TimedOut), s.Context().Err())
 	} else {
 		c.jobs.Sweep(s)
 	}

@@ -5,7 +5,6 @@
 package cmdrun
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -70,10 +69,16 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 
 	start := time.Now()
 	err := cmd.Run()
-	res := Result{Duration: time.Since(start), Stderr: stderr.buf.String()}
+	if cmd.Process != nil {
+		// A grandchild left in the group (one that kept stdout open until
+		// WaitDelay, or a daemonised helper) goes with its command: nothing
+		// a run starts outlives it.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	res := Result{Duration: time.Since(start), Stderr: string(stderr.buf)}
 	switch {
 	case err == nil:
-		res.Stdout = stdout.buf.Bytes()
+		res.Stdout = stdout.buf
 		return res, nil
 	case stdout.over:
 		res.Cause, err = TooLarge, fmt.Errorf("%s: %d bytes: %w", s.Path, s.MaxStdout, ErrTooLarge)
@@ -94,25 +99,26 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 }
 
 // limitedBuffer keeps at most limit bytes; past it, it either drops the
-// rest (stderr) or fails the write, which ends the command (stdout). The
-// buffer is a field, not embedded: an embedded bytes.Buffer's ReadFrom
-// would let io.Copy bypass Write and the limit.
+// rest (stderr) or fails the write, which ends the command (stdout). It
+// grows its slice itself, never past limit: a bytes.Buffer doubles, so a
+// command printing without end would hold up to twice the limit, plus the
+// copy it grew from.
 type limitedBuffer struct {
-	buf      bytes.Buffer
+	buf      []byte
 	limit    int
 	truncate bool
 	over     bool
 }
 
 func (b *limitedBuffer) Write(p []byte) (int, error) {
-	room := b.limit - b.buf.Len()
-	if len(p) <= room {
-		return b.buf.Write(p)
+	n := min(len(p), b.limit-len(b.buf))
+	if n > 0 && len(b.buf)+n > cap(b.buf) {
+		grown := make([]byte, len(b.buf), min(max(2*cap(b.buf), len(b.buf)+n, 4096), b.limit))
+		copy(grown, b.buf)
+		b.buf = grown
 	}
-	if room > 0 {
-		b.buf.Write(p[:room])
-	}
-	if b.truncate {
+	b.buf = append(b.buf, p[:max(n, 0)]...)
+	if n == len(p) || b.truncate {
 		return len(p), nil
 	}
 	b.over = true

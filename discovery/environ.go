@@ -1,0 +1,82 @@
+package discovery
+
+import (
+	"os"
+	"sync"
+	"time"
+)
+
+// Reading /proc/<pid>/environ takes the process's mm lock: it waits as
+// long as another holder keeps it (a process stuck in a page fault on a
+// hung filesystem), and the read cannot be cancelled. Discovery runs inside
+// the scrape, so it waits for one such read at most environWait; the read
+// goes on in the background, holding one of environSlots, and the process
+// is not read again until it returns. With every slot held by a stuck read,
+// metadata from the environment waits (squeue fills it in), and discovery
+// never waits.
+const (
+	environWait  = 200 * time.Millisecond
+	environSlots = 2
+)
+
+type environReader struct {
+	slots chan struct{}
+
+	mu       sync.Mutex
+	inflight map[string]bool // paths whose read outlived its wait
+}
+
+func newEnvironReader() *environReader {
+	return &environReader{slots: make(chan struct{}, environSlots), inflight: map[string]bool{}}
+}
+
+// read returns the file's content, or nil when it cannot be read within
+// environWait (or is still blocked from an earlier call).
+func (e *environReader) read(path string) []byte {
+	e.mu.Lock()
+	stuck := e.inflight[path]
+	e.mu.Unlock()
+	if stuck {
+		return nil
+	}
+	select {
+	case e.slots <- struct{}{}:
+	default:
+		return nil // every slot is held by a blocked read
+	}
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		b, err := os.ReadFile(path)
+		done <- result{b, err}
+		<-e.slots
+		e.mu.Lock()
+		delete(e.inflight, path)
+		e.mu.Unlock()
+	}()
+	timer := time.NewTimer(environWait)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil
+		}
+		return r.b
+	case <-timer.C:
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		select {
+		case r := <-done: // it returned as the timer fired
+			if r.err == nil {
+				return r.b
+			}
+		default:
+			// Marked under mu: the read's own delete comes after.
+			e.inflight[path] = true
+		}
+		return nil
+	}
+}
