@@ -2,6 +2,7 @@
 #   make demo   build and run jobscope on a bundled demo node (no Slurm needed)
 #   make test   unit, golden, fuzz-seed and privileged tests (root runs the privileged ones)
 #   make e2e    real Slurm + real Prometheus end-to-end test (root; installs what it needs)
+#   make vm-e2e jobscope as a systemd service in Debian 12, 13 and forky VMs (root; qemu)
 #   make bench  scrape benchmarks on generated 128/512-job trees
 #   make lint   golangci-lint with the repository's .golangci.yml
 #   make fuzz   every fuzz target for FUZZTIME (20s) each
@@ -25,7 +26,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all build build-static demo test test-deps e2e bench bench-controller bench-bpf kernel-matrix generate emission-factors docs fuzz test-adversarial fmt vet lint clean gpu-bundle \
+.PHONY: all build build-static demo test test-deps e2e vm-e2e bench bench-controller bench-bpf kernel-matrix generate emission-factors docs fuzz test-adversarial fmt vet lint clean gpu-bundle \
 	package package-deps package-test package-test-deps
 
 all: build
@@ -100,6 +101,15 @@ package-deps package-test-deps:
 e2e: build
 	sudo -n true 2>/dev/null || [ "$$(id -u)" = 0 ]
 	bash test/e2e/run.sh
+
+# Three full Debian VMs under qemu (TCG), each a one-node Slurm with cgroup v2
+# under systemd and jobscope installed as the README says: A bookworm (kernel
+# 6.1, Slurm 22.05), B trixie (6.12, 24.11, slurmdbd), C forky (7.2, 26.05).
+# Images are cached in /var/cache/jobscope-vm; logs and tables stay in
+# /tmp/jobscope-vm. VMS="B" runs a subset.
+vm-e2e: build
+	[ "$$(id -u)" = 0 ]
+	bash test/vm/run.sh $(VMS)
 
 # In-process scrape benchmarks (cgroup and process collectors), then the real
 # binary over HTTP on generated v2 and v1 nodes whose jobs hold real idle

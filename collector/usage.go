@@ -47,7 +47,11 @@ const (
 )
 
 // cpusetTTL: a job's cpuset is set when it starts and changes only by an
-// admin's hand; it is re-read this often, not every scrape.
+// admin's hand; it is re-read this often, not every scrape. During the
+// job's first cpusetTTL in jobscope's view it is read at every scrape: a job
+// directory exists before Slurm writes its cpuset, and a read then gets the
+// parent's (every core), which a cache kept for a minute (VM A, Slurm 22.05:
+// a pinned job's per-core series on all four cores at two scrapes).
 const cpusetTTL = time.Minute
 
 // usageReader reads Usages, keeping each job's cpuset between scrapes.
@@ -62,6 +66,7 @@ type cpusetCache struct {
 	ok       bool
 	problems []cgroupfs.Problem // reported again at each scrape the cache serves
 	readAt   time.Time
+	firstAt  time.Time // of the first read: the cpuset may not be set yet
 }
 
 func newUsageReader() *usageReader {
@@ -152,7 +157,11 @@ func (u *usageReader) cpuset(s *Scrape, j *discovery.Job, f *cgroupfs.Files, us 
 		return
 	}
 	u.cpusets.Job(s, j).Do(func(c *cpusetCache) {
-		if !c.ok || u.now().Sub(c.readAt) >= cpusetTTL {
+		now := u.now()
+		if c.firstAt.IsZero() {
+			c.firstAt = now
+		}
+		if !c.ok || now.Sub(c.readAt) >= cpusetTTL || now.Sub(c.firstAt) < cpusetTTL {
 			before := len(f.Problems)
 			c.cpus, c.ok = f.CPUList(dir, name)
 			if !c.ok && fallback != "" && !f.Gone {
@@ -160,7 +169,7 @@ func (u *usageReader) cpuset(s *Scrape, j *discovery.Job, f *cgroupfs.Files, us 
 				// effective set the kernel lacks or that does not parse.
 				c.cpus, c.ok = f.CPUList(dir, fallback)
 			}
-			c.problems, c.readAt = slices.Clone(f.Problems[before:]), u.now()
+			c.problems, c.readAt = slices.Clone(f.Problems[before:]), now
 		} else {
 			// Reported again at each scrape the cache serves (read
 			// runs this under f.Collect: they join what it returns).

@@ -52,10 +52,45 @@ func TestNodeUnitLeastPrivilege(t *testing.T) {
 	}
 	for key, want := range map[string]string{
 		"User": "jobscope", "NoNewPrivileges": "yes", "ProtectSystem": "strict",
-		"ProtectHome": "yes", "PrivateTmp": "yes", "ReadWritePaths": "/sys/fs/bpf",
+		"ProtectHome": "yes", "PrivateTmp": "yes", "ProtectKernelTunables": "yes",
 	} {
 		if got := unitValues(t, unit, key); !slices.Contains(got, want) {
 			t.Errorf("%s=%v, want %s", key, got, want)
+		}
+	}
+}
+
+// TestNodeUnitPinDirWritable: ProtectKernelTunables= makes bpffs read-only
+// inside the unit and beats a ReadWritePaths= of /sys/fs/bpf itself (the
+// ebpf collector then failed under systemd 257: "pin map ...: read-only file
+// system"). The writable path must be the pin directory below it, the one
+// ExecStart passes as --bpf.pin-path and ExecStartPre hands to jobscope.
+func TestNodeUnitPinDirWritable(t *testing.T) {
+	const unit = "systemd/jobscope.service"
+	b := string(mustRead(t, unit))
+	m := regexp.MustCompile(`--bpf\.pin-path=(\S+)`).FindStringSubmatch(b)
+	if m == nil {
+		t.Fatalf("%s: ExecStart has no --bpf.pin-path", unit)
+	}
+	pin := m[1]
+	if !strings.HasPrefix(pin, "/sys/fs/bpf/") {
+		t.Fatalf("pin path %s is not below /sys/fs/bpf", pin)
+	}
+	var rw []string
+	for _, p := range unitValues(t, unit, "ReadWritePaths") {
+		// "-": the pin dir may not exist yet when systemd checks the paths.
+		rw = append(rw, strings.TrimPrefix(p, "-"))
+	}
+	if !slices.Contains(rw, pin) {
+		t.Errorf("ReadWritePaths=%v lacks the pin dir %s", rw, pin)
+	}
+	if slices.Contains(rw, "/sys/fs/bpf") {
+		t.Errorf("ReadWritePaths=/sys/fs/bpf loses to ProtectKernelTunables=: name the pin dir %s", pin)
+	}
+	pre := strings.Join(unitValues(t, unit, "ExecStartPre"), "\n")
+	for _, want := range []string{"install -d -o jobscope -g jobscope -m 0700 " + pin, "chown -R jobscope:jobscope " + pin} {
+		if !strings.Contains(pre, want) {
+			t.Errorf("ExecStartPre lacks %q (got %q)", want, pre)
 		}
 	}
 }
@@ -67,6 +102,26 @@ func TestControllerUnitHasNoCapabilities(t *testing.T) {
 	}
 	if !strings.Contains(string(mustRead(t, unit)), "--mode=controller") {
 		t.Errorf("%s: ExecStart lacks --mode=controller", unit)
+	}
+}
+
+// TestUnitsSurviveRefusedSyscalls: a unit that filters system calls must
+// make a refused call fail (SystemCallErrorNumber=) rather than kill the
+// process with SIGSYS. When jobscope linked cilium/ebpf's rlimit package,
+// whose init() calls bpf() in every mode, the controller unit's filter
+// killed the service at every start (status=31/SYS).
+func TestUnitsSurviveRefusedSyscalls(t *testing.T) {
+	units, _ := filepath.Glob("systemd/*.service")
+	if len(units) < 2 {
+		t.Fatalf("units: %v", units)
+	}
+	for _, u := range units {
+		if len(unitValues(t, u, "SystemCallFilter")) == 0 {
+			continue
+		}
+		if got := unitValues(t, u, "SystemCallErrorNumber"); len(got) == 0 || got[len(got)-1] == "" || got[len(got)-1] == "kill" {
+			t.Errorf("%s: SystemCallFilter= without SystemCallErrorNumber= (got %q): a refused call kills jobscope", u, got)
+		}
 	}
 }
 

@@ -127,15 +127,38 @@ func NewCache(cfg CacheConfig) *Cache {
 	return c
 }
 
+// ErrAccountingDisabled is sacct's answer on a cluster without accounting
+// storage (no slurmdbd): not a failure but a source with nothing to give.
+var ErrAccountingDisabled = errors.New("slurm accounting storage is disabled (AccountingStorageType): no sacct data")
+
+// accountingDisabled tells sacct's "Slurm accounting storage is disabled"
+// (exit status 1, Slurm 22.05 to 26.05) from a failing slurmdbd.
+func accountingDisabled(err error) bool {
+	var ee *ExitError
+	return errors.As(err, &ee) && strings.Contains(strings.ToLower(ee.Stderr), "accounting storage is disabled")
+}
+
 // EnableSacct makes the cache count ended jobs with incremental sacct
-// queries (the sacct collector). Call it before the first scrape.
+// queries (the sacct collector). Call it before the first scrape. Where
+// Slurm has no accounting storage, the first answer says so: it is logged
+// once and sacct is not run again (the source serves ErrAccountingDisabled).
 func (c *Cache) EnableSacct(s *SacctCounter) {
 	c.Want(SourceSacct)
+	off := false // read and written by this source's fetch only
 	// The window moves with each query: the args are built per run.
 	c.Sacct = newSourceFunc(c, SourceSacct, func(ctx context.Context) (SacctCounts, string, error) {
+		if off {
+			return SacctCounts{}, "sacct", ErrAccountingDisabled
+		}
 		now := c.cfg.Now()
 		from, to, args := s.window(now)
 		jobs, err := runParse(ctx, c.cfg.Runner, &variant[[]SacctJob]{"sacct", args, func(b []byte) ([]SacctJob, error) { return ParseSacct(bytes.NewReader(b)) }})
+		if accountingDisabled(err) {
+			off = true
+			c.cfg.Logger.Info("slurm accounting storage is disabled: the sacct source is off (no ended-job counts); "+
+				"turn the slurm_sacct collector off to silence this", "source", string(SourceSacct), "err", err)
+			return SacctCounts{}, "sacct", ErrAccountingDisabled
+		}
 		if err != nil {
 			return SacctCounts{}, "sacct", err
 		}
@@ -257,6 +280,8 @@ func newSourceFunc[T any](c *Cache, src Source, fetch func(context.Context) (T, 
 	return poll.New(func(ctx context.Context) (T, error) {
 		v, cmd, err := fetch(ctx)
 		switch {
+		case errors.Is(err, ErrAccountingDisabled):
+			return v, err // logged once where it was found; not a failure
 		case err != nil && !failing:
 			c.cfg.Logger.Warn("slurm command failing; serving the last good data with its age",
 				"source", string(src), "command", cmd, "err", err)

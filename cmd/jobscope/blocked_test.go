@@ -127,8 +127,10 @@ func TestBlockedFileCostsOneJob(t *testing.T) {
 		}
 	}
 	// The Go runtime keeps the threads it starts for syscalls, up to what
-	// the bounded pools run at once: a couple more may appear late.
-	slack := [3]float64{0, 2, 0}
+	// the bounded pools run at once (4 workers each): on a busy machine a
+	// few more appear late. A leak would add one per scrape, and the FIFO
+	// check above already finds a second stuck read.
+	slack := [3]float64{0, 4, 0}
 	for k, what := range []string{"goroutines", "threads", "fds"} {
 		if last[k] > first[k]+slack[k] {
 			t.Errorf("%s grew from %v (scrape 5) to %v (scrape 20)", what, first[k], last[k])

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -173,6 +174,12 @@ func newSlurmSourceStatus() slurmSourceStatus {
 // run failed or is still running) or missing, and marks the scrape failed.
 func read[T any](st slurmSourceStatus, s *collector.Scrape, c *slurmcli.Cache, p *poll.Poller[T], src slurmcli.Source, ch chan<- prometheus.Metric) (T, bool, error) {
 	r := p.Get(s.Context())
+	if errors.Is(r.Err, slurmcli.ErrAccountingDisabled) {
+		// A source the cluster does not have: no data and no status, so
+		// neither jobscope_slurm_up 0 nor a failed collector.
+		var zero T
+		return zero, false, nil
+	}
 	v, ok, err := slurmcli.Serve(r, c.MaxAge())
 	up := 0.0
 	if r.Fresh() {

@@ -5,8 +5,8 @@ import (
 )
 
 type ebpfDescs struct {
-	cpuCore, syscallBytes, syscalls, storageBytes, netBytes, netPackets *collector.Desc
-	countedSince                                                        *collector.Desc
+	cpuCore, cpuOutside, syscallBytes, syscalls, storageBytes, netBytes, netPackets *collector.Desc
+	countedSince                                                                    *collector.Desc
 
 	attached, entries, maxEntries, overflows, dying, seeded, mptcp, network *collector.Desc
 	runSeconds, runs, misses                                                *collector.Desc
@@ -18,6 +18,8 @@ func newEBPFDescs() ebpfDescs {
 		// The cgroup collector's descriptor: one name, one HELP, whichever
 		// collector provides the series on this node.
 		cpuCore: collector.CPUCoreDesc(),
+		cpuOutside: collector.NewJobDesc("slurm_job_cpu_outside_cpuset_seconds_total",
+			"CPU time of the job's cgroup on cores outside its cpuset (cpuset.cpus.effective), which have no slurm_job_cpu_core_seconds_total series: mostly slurmstepd's own start in the job's cgroup before Slurm set the cpuset. Per-core plus this is the job's cgroup CPU time since the programs were attached; absent while 0. From the ebpf collector."),
 		syscallBytes: collector.NewJobDesc("slurm_job_io_syscall_bytes_total",
 			"Bytes the job's tasks passed through read- and write-type syscalls (task io accounting rchar/wchar: files, pipes, sockets, terminals; exited processes included), from the ebpf collector. Not storage traffic.", "direction").Full(),
 		syscalls: collector.NewJobDesc("slurm_job_io_syscalls_total",

@@ -98,18 +98,24 @@ func TestEBPFUnavailable(t *testing.T) {
 	}
 }
 
-// Allocated cores the job has not run on show as 0; cores it ran on show
-// whatever the cpuset says.
-func TestEBPFAllocatedIdleCores(t *testing.T) {
+// withCpuset scrapes the canned job 101 with the given cpuset.cpus.effective.
+func withCpuset(t *testing.T, cpus string) string {
+	t.Helper()
 	c, jobs := cannedEBPF(collector.LevelBasic)
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "cpuset.cpus.effective"), []byte("1-3\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "cpuset.cpus.effective"), []byte(cpus+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	jobs[0].Dir = dir
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(scrapeOne{c, jobs[:1]})
-	out := string(testutil.Exposition(t, reg))
+	return string(testutil.Exposition(t, reg))
+}
+
+// Allocated cores the job has not run on show as 0; cores it ran on show
+// whatever the cpuset says.
+func TestEBPFAllocatedIdleCores(t *testing.T) {
+	out := withCpuset(t, "1-3")
 	for core, want := range map[string]string{"1": "2.5", "2": "1.25", "3": "0"} {
 		line := `slurm_job_cpu_core_seconds_total{account="physics",core="` + core + `",jobid="101",user="alice"} ` + want
 		if !strings.Contains(out, line+"\n") {
@@ -118,5 +124,27 @@ func TestEBPFAllocatedIdleCores(t *testing.T) {
 	}
 	if strings.Contains(out, `core="0",jobid="101"`) {
 		t.Error("core 0 is neither allocated nor used")
+	}
+}
+
+// TestEBPFCoresOutsideCpuset is the regression test of the VM finding F5:
+// a job whose cgroup ran on cores outside its cpuset (slurmstepd, before
+// Slurm wrote the cpuset) had per-core series on those cores. They go into
+// one per-job sum instead, so per-core plus it is still all the job's time.
+func TestEBPFCoresOutsideCpuset(t *testing.T) {
+	// Job 101 ran on cores 1 and 2; its cpuset is core 2 alone.
+	out := withCpuset(t, "2")
+	for _, line := range []string{
+		`slurm_job_cpu_core_seconds_total{account="physics",core="2",jobid="101",user="alice"} 1.25`,
+		`slurm_job_cpu_outside_cpuset_seconds_total{account="physics",jobid="101",user="alice"} 2.5`,
+	} {
+		if !strings.Contains(out, line+"\n") {
+			t.Errorf("missing %s", line)
+		}
+	}
+	for _, core := range []string{"0", "1", "3"} {
+		if strings.Contains(out, `core="`+core+`",jobid="101"`) {
+			t.Errorf("core %s is outside the cpuset but has a series:\n%s", core, out)
+		}
 	}
 }

@@ -43,6 +43,9 @@ type Config struct {
 	Timeout time.Duration
 	// Wait is the share of a Get's deadline it waits for a fetch in flight.
 	Wait Share
+	// WaitFailing caps that wait while the last fetch failed and a value
+	// is kept (default 250 ms).
+	WaitFailing time.Duration
 	// Every also fetches in the background this often, whether or not
 	// anyone asks (0: only on Get).
 	Every time.Duration
@@ -99,6 +102,9 @@ func New[T any](fetch func(context.Context) (T, error), cfg Config) *Poller[T] {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.WaitFailing <= 0 {
+		cfg.WaitFailing = 250 * time.Millisecond
+	}
 	if cfg.Wait.Fraction <= 0 || cfg.Wait.Fraction > 1 {
 		cfg.Wait.Fraction = 1
 	}
@@ -112,11 +118,16 @@ func New[T any](fetch func(context.Context) (T, error), cfg Config) *Poller[T] {
 
 // Get returns the last good value, starting a fetch if none runs and the
 // last one started an interval ago or more, and waiting for the fetch in
-// flight for its share of ctx's deadline.
+// flight for its share of ctx's deadline, unless the last fetch failed.
 func (p *Poller[T]) Get(ctx context.Context) Result[T] {
 	wait := p.start(true)
 	if wait != nil {
 		wctx, cancel := Within(ctx, p.cfg.Wait)
+		if p.failing() {
+			var c2 context.CancelFunc
+			wctx, c2 = context.WithTimeout(wctx, p.cfg.WaitFailing)
+			defer c2()
+		}
 		select {
 		case <-wait:
 		case <-wctx.Done():
@@ -132,6 +143,17 @@ func (p *Poller[T]) Get(ctx context.Context) Result[T] {
 		r.Running = p.started
 	}
 	return r
+}
+
+// failing reports whether the last fetch failed while a value is kept: a
+// source that is down (a hung Slurm command) would make every scrape wait
+// out its share for nothing, so such a scrape waits WaitFailing at most
+// (long enough for a source that is back) and is then served the kept
+// value while the fetch goes on in the background.
+func (p *Poller[T]) failing() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.res.Err != nil && p.res.Has()
 }
 
 // start begins a fetch when one is due and returns the channel of the
@@ -186,8 +208,21 @@ func (p *Poller[T]) background() {
 }
 
 // Close cancels a fetch in flight and stops the background fetches; later
-// Gets serve what is kept.
-func (p *Poller[T]) Close() { p.cancel() }
+// Gets serve what is kept. It waits up to 500 ms for the cancelled fetch
+// to end, so that a command it ran (and that command's process group) is
+// killed before the process exits.
+func (p *Poller[T]) Close() {
+	p.cancel()
+	p.mu.Lock()
+	running := p.running
+	p.mu.Unlock()
+	if running != nil {
+		select {
+		case <-running:
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
 
 // Runs says how many fetches were started (tests, self-metrics).
 func (p *Poller[T]) Runs() int {

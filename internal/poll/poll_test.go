@@ -144,3 +144,64 @@ func TestBackground(t *testing.T) {
 		t.Fatalf("%d background fetches", calls.Load())
 	}
 }
+
+// A source that failed and now hangs: a scrape waits WaitFailing at most,
+// not its share of a 10 s deadline, and gets the kept value; a source that
+// failed and answers fast again is waited for and gives its new value.
+func TestFailingSourceIsNotWaitedOut(t *testing.T) {
+	clk := &clock{t: time.Unix(1000, 0)}
+	var calls atomic.Int32
+	hang := make(chan struct{})
+	defer close(hang)
+	p := New(func(ctx context.Context) (int, error) {
+		switch calls.Add(1) {
+		case 1:
+			return 7, nil
+		case 2:
+			return 0, errors.New("exit 1")
+		case 3:
+			select {
+			case <-hang:
+			case <-ctx.Done():
+			}
+			return 0, errors.New("timed out")
+		}
+		return 9, nil
+	}, Config{Interval: time.Minute, Wait: Share{Fraction: 0.9}, WaitFailing: 50 * time.Millisecond, Now: clk.Now})
+	defer p.Close()
+	get := func() (Result[int], time.Duration) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		start := time.Now()
+		r := p.Get(ctx)
+		return r, time.Since(start)
+	}
+	if r, _ := get(); r.Value != 7 {
+		t.Fatalf("first: %+v", r)
+	}
+	clk.add(time.Minute)
+	if r, _ := get(); r.Err == nil || r.Value != 7 {
+		t.Fatalf("failed fetch: %+v", r)
+	}
+	clk.add(time.Minute)
+	r, took := get() // the hanging fetch
+	if r.Value != 7 || r.Running.IsZero() || took > 2*time.Second {
+		t.Fatalf("while the source hangs: %+v after %v, want the kept value within about 50 ms", r, took)
+	}
+	t.Logf("scrape while the source hangs: %v", took)
+	hang <- struct{}{}
+	for p.Runs() < 3 || !p.idle() {
+		time.Sleep(time.Millisecond)
+	}
+	clk.add(time.Minute)
+	if r, _ := get(); r.Value != 9 || r.Err != nil {
+		t.Fatalf("source back: %+v, want its new value at once", r)
+	}
+}
+
+// idle reports whether no fetch is in flight.
+func (p *Poller[T]) idle() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.running == nil
+}

@@ -41,81 +41,11 @@ die() {
 . "$ROOT/test/e2e/report.sh"
 [ -x "$BIN" ] || die "$BIN not found: run make build (make e2e does)"
 
-# --- assertions -------------------------------------------------------------
+# Assertions (row, check_*, print_table), wait_for/need and the /metrics text
+# helpers (mval, mnum, mcount, mlabel, mlabels) are shared with test/vm/.
+# shellcheck source=../lib/assert.sh
+. "$ROOT/test/lib/assert.sh"
 
-ROWS=()
-FAILS=0
-row() { # name expected measured status
-	ROWS+=("$1"$'\x1f'"${2:-(none)}"$'\x1f'"${3:-(none)}"$'\x1f'"$4")
-	[ "$4" = FAIL ] && FAILS=$((FAILS + 1))
-	return 0
-}
-num_ok() { [[ $1 =~ ^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]]; }
-check_eq() { # name expected measured
-	if [ "$2" = "$3" ]; then row "$1" "$2" "$3" PASS; else row "$1" "$2" "$3" FAIL; fi
-}
-check_ge() { # name minimum measured
-	if num_ok "$3" && awk -v m="$3" -v e="$2" 'BEGIN{exit !(m >= e)}'; then
-		row "$1" ">= $2" "$3" PASS
-	else
-		row "$1" ">= $2" "$3" FAIL
-	fi
-}
-check_close() { # name expected measured relative-tolerance [absolute-tolerance]
-	local abs=${5:-0}
-	if num_ok "$2" && num_ok "$3" && awk -v m="$3" -v e="$2" -v r="$4" -v a="$abs" \
-		'BEGIN{d=m-e; if(d<0)d=-d; t=r*(e<0?-e:e); if(a>t)t=a; exit !(d <= t)}'; then
-		row "$1" "$2 ±$(awk -v r="$4" 'BEGIN{printf "%g%%", r*100}')" "$3" PASS
-	else
-		row "$1" "$2 ±$(awk -v r="$4" 'BEGIN{printf "%g%%", r*100}')" "$3" FAIL
-	fi
-}
-skip() { row "$1" "-" "$2" SKIP; }
-
-print_table() {
-	local r n e m s
-	printf '\n%-62s %-24s %-24s %s\n' ASSERTION EXPECTED MEASURED RESULT
-	printf '%s\n' "$(printf '%.0s-' {1..118})"
-	for r in "${ROWS[@]}"; do
-		IFS=$'\x1f' read -r n e m s <<<"$r"
-		printf '%-62s %-24s %-24s %s\n' "$n" "$e" "$m" "$s"
-	done
-	printf '%s\n' "$(printf '%.0s-' {1..118})"
-	printf '%d assertions, %d failed, %d skipped; %ds in all\n' "${#ROWS[@]}" "$FAILS" \
-		"$(printf '%s\n' "${ROWS[@]}" | grep -c 'SKIP$')" "$(($(date +%s) - T0))"
-}
-
-# --- /metrics text helpers ----------------------------------------------------
-
-# mval FILE NAME [MATCH...]: sum of the series NAME whose label set contains
-# every MATCH (e.g. 'jobid="5"'); "absent" if none.
-mval() {
-	local f=$1 name=$2 lines m
-	shift 2
-	lines=$(grep -E "^${name}(\{| )" "$f" || true)
-	for m in "$@"; do lines=$(printf '%s\n' "$lines" | grep -F -- "$m" || true); done
-	printf '%s\n' "$lines" | awk 'NF{s+=$NF; n++} END{if(n) printf "%.15g\n", s; else print "absent"}'
-}
-# mnum: mval printed as %g (integers without decimals).
-mnum() { mval "$@" | awk '$1=="absent"{print; next} {printf "%g\n", $1}'; }
-# mcount FILE NAME [MATCH...]: number of matching series.
-mcount() {
-	local f=$1 name=$2 lines m
-	shift 2
-	lines=$(grep -E "^${name}(\{| )" "$f" || true)
-	for m in "$@"; do lines=$(printf '%s\n' "$lines" | grep -F -- "$m" || true); done
-	printf '%s\n' "$lines" | grep -c . || true
-}
-# mlabel FILE NAME MATCH LABEL: value of LABEL on the first matching series.
-mlabel() {
-	grep -E "^$2\{" "$1" | grep -F -- "$3" | head -1 |
-		sed -n "s/.*[{,]$4=\"\\([^\"]*\\)\".*/\\1/p"
-}
-# mlabels FILE NAME MATCH LABEL: sorted, comma-joined values of LABEL.
-mlabels() {
-	grep -E "^$2\{" "$1" | grep -F -- "$3" | sed -n "s/.*[{,]$4=\"\\([^\"]*\\)\".*/\\1/p" |
-		sort -u | paste -sd, -
-}
 scrape() { curl -fsS --max-time 15 "http://127.0.0.1:$1/metrics" >"$2"; }
 
 # --- collectors the binary offers ---------------------------------------------
@@ -217,18 +147,6 @@ install_packages() {
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >>"$WORK/log/apt.log" 2>&1 ||
 		die "apt-get install failed (see $WORK/log/apt.log)"
 }
-
-# wait_for SECONDS DESCRIPTION COMMAND...: poll COMMAND every 0.2 s.
-wait_for() {
-	local secs=$1 what=$2 i
-	shift 2
-	for ((i = 0; i < secs * 5; i++)); do
-		"$@" >/dev/null 2>&1 && return 0
-		sleep 0.2
-	done
-	return 1
-}
-need() { wait_for "$1" "$2" "${@:3}" || die "timed out after $1 s waiting for: $2"; }
 
 # --- configuration --------------------------------------------------------------------
 
@@ -713,21 +631,12 @@ levels_e2e $J_BURN $J_HOLD $J_WRITE $J_OOM $J_GPU
 
 if [ -n "${CTL_COLLECTORS:-}" ]; then
 	C=$WORK/metrics/controller.txt
-	SQ=$(squeue -h -o %T | tr 'A-Z' 'a-z' | sort | uniq -c | awk '{print $2"="$1}' | paste -sd, -)
-	SI=$(sinfo -h -N -o '%N %T' | sort -u | awk '{print $2}' | tr -d '*~#!%$@^' | sort | uniq -c | awk '{print $2"="$1}' | paste -sd, -)
+	SQ=$(squeue_states)
+	SI=$(sinfo_states)
 	scrape $PORT_CTL "$C" || die "scrape of the controller instance failed"
-	got=""
-	for s in $(grep -E '^slurm_queue_jobs\{' "$C" | sed -n 's/.*state="\([^"]*\)".*/\1/p' | sort -u); do
-		got+="$s=$(mnum "$C" slurm_queue_jobs "state=\"$s\""),"
-	done
-	check_eq "controller: slurm_queue_jobs by state == squeue" "$SQ" "${got%,}"
+	check_eq "controller: slurm_queue_jobs by state == squeue" "$SQ" "$(mby "$C" slurm_queue_jobs state)"
 	check_eq "controller: pending reason JobHeldUser" 1 "$(mnum "$C" slurm_queue_jobs_pending 'reason="JobHeldUser"')"
-	got=""
-	for s in $(grep -E '^slurm_cluster_nodes\{' "$C" | sed -n 's/.*state="\([^"]*\)".*/\1/p' | sort -u); do
-		v=$(mnum "$C" slurm_cluster_nodes "state=\"$s\"")
-		[ "$v" != 0 ] && got+="$s=$v,"
-	done
-	check_eq "controller: slurm_cluster_nodes by state == sinfo" "$SI" "${got%,}"
+	check_eq "controller: slurm_cluster_nodes by state == sinfo" "$SI" "$(mby "$C" slurm_cluster_nodes state)"
 	check_eq "controller: no (null) label value" 0 "$(grep -c '="(null)"' "$C")"
 	check_eq "controller: jobscope_slurm_up all 1" "" "$(grep -E '^jobscope_slurm_up\{' "$C" | awk '$NF!=1' | head -3 | tr '\n' ' ')"
 	check_eq "promtool check metrics (controller)" "" "$(promtool check metrics <"$C" 2>&1 | head -3 | tr '\n' ' ')"

@@ -84,8 +84,10 @@ check_same "deb: dpkg -L lists the package's files" <(expected deb gpu "$HOST_AR
 
 # What jobscope leaves at run time: the unit's ExecStartPre makes the pin
 # directory, the ebpf collector pins maps there, the prologs write job files.
-pre=$(sed -n 's/^ExecStartPre=+//p' "$FS/usr/lib/systemd/system/jobscope.service")
-check "unit's ExecStartPre makes the pin directory" inroot $pre
+# One command a line (the unit has two: make the directory, take over pins).
+mapfile -t pre < <(sed -n 's/^ExecStartPre=+//p' "$FS/usr/lib/systemd/system/jobscope.service")
+check "unit's ExecStartPre makes the pin directory" inroot ${pre[0]}
+for cmd in "${pre[@]:1}"; do check "unit's ExecStartPre: ${cmd%% /*}..." inroot $cmd; done
 check "a map pinned in /sys/fs/bpf/jobscope" bpftool map create "$FS/sys/fs/bpf/jobscope/job_counters" \
 	type hash key 4 value 4 entries 1 name jobscope_test
 check "packaged prologs write the job's files" inroot env SLURM_JOB_ID=7 SLURM_JOB_USER=alice SLURM_JOB_GPUS=0 \
