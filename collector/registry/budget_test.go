@@ -12,7 +12,8 @@ import (
 // seriesBudget is the default level's per-job budget (docs/cardinality.md):
 // at most this many series per job from the cgroup, process and ebpf
 // collectors together, plus one slurm_job_cpu_core_seconds_total per
-// allocated core.
+// allocated core (and, where the ebpf collector saw the job on other cores,
+// one series for all of those).
 const seriesBudget = 25
 
 // powerBudget bounds the power collector's per-job series (energy by
@@ -22,20 +23,33 @@ const powerBudget = 5
 
 const coreMetric = "slurm_job_cpu_core_seconds_total"
 
+// outsideMetric completes the per-core series (CPU time on cores outside
+// the cpuset, mostly slurmstepd's start): one per job at most, counted
+// with the per-core family, as docs/cardinality.md says.
+const outsideMetric = "slurm_job_cpu_outside_cpuset_seconds_total"
+
 // perJob counts a golden's per-job series, per-core ones apart, and the
 // allocated cores (slurm_job_cpus) where the golden has them.
 type perJob struct {
 	series, cores map[string]int
+	outside       map[string]int
 	cpus          map[string]int
 	byName        map[string]map[string]int // job -> metric -> series
 }
 
 func countPerJob(t *testing.T, path string, skip func(name string) bool) perJob {
 	t.Helper()
-	p := perJob{series: map[string]int{}, cores: map[string]int{}, cpus: map[string]int{}, byName: map[string]map[string]int{}}
+	p := perJob{series: map[string]int{}, cores: map[string]int{}, outside: map[string]int{}, cpus: map[string]int{}, byName: map[string]map[string]int{}}
 	for _, s := range testutil.GoldenSeries(t, path) {
 		job, ok := s.Labels["jobid"]
 		if !ok || !strings.HasPrefix(s.Name, "slurm_job_") || skip(s.Name) {
+			continue
+		}
+		if s.Name == outsideMetric {
+			p.outside[job]++
+			if p.outside[job] > 1 {
+				t.Errorf("%s: job %s has %d %s series, want at most 1", path, job, p.outside[job], outsideMetric)
+			}
 			continue
 		}
 		if s.Name == coreMetric {
