@@ -10,10 +10,10 @@
 PORT_FULL=19822
 
 # job_series FILE JOB: the job's series that count against the budget
-# (per-core, power and GPU series are budgeted apart).
+# (per-core, outside-cpuset, power and GPU series are budgeted apart).
 job_series() {
 	grep -E '^slurm_job_' "$1" | grep -F "jobid=\"$2\"" |
-		grep -cvE '^slurm_job_(cpu_core_seconds_total|energy_joules_total|emissions_grams_total|gpu_)' || true
+		grep -cvE '^slurm_job_(cpu_core_seconds_total|cpu_outside_cpuset_seconds_total|energy_joules_total|emissions_grams_total|gpu_)' || true
 }
 
 levels_e2e() {
