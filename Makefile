@@ -112,12 +112,21 @@ vm-e2e: build
 	bash test/vm/run.sh $(VMS)
 
 # In-process scrape benchmarks (cgroup and process collectors), then the real
-# binary over HTTP: all default node collectors but ebpf, and the cgroup
-# collector alone.
+# binary over HTTP on generated v2 and v1 nodes whose jobs hold real idle
+# processes (internal/benchnode): each shape's I/O floor, then the default
+# node collectors (ebpf and gpu off) and the cgroup collector alone, for this
+# tree's binary and for $(BENCH_BASE)'s, built from git in the same run.
+# BENCH_SHAPES picks shapes (bin/benchnode -h lists them). Root: the floor
+# reads the processes' /proc/<pid>/io.
+BENCH_BASE   ?= main
+BENCH_SHAPES ?= v2-128,v2-512,v1-128,v1-512,v2-256x1,v1-256x1,v2-4x64
 bench: build
 	$(GO) test -run '^$$' -bench 'Scrape' -benchmem -count 5 ./collector/cgroup/ ./collector/process/ | tee bench.out
-	$(GO) run ./internal/benchrss -jobs 128,512
-	$(GO) run ./internal/benchrss -jobs 128,512 -flags "--collector.process=false --collector.gpu=false --collector.power=false"
+	rm -rf build/bench-base && mkdir -p build/bench-base
+	git archive $(BENCH_BASE) | tar -x -C build/bench-base
+	cd build/bench-base && $(GO) build -trimpath -o ../../bin/jobscope-base ./cmd/jobscope
+	$(GO) build -o bin/benchnode ./internal/benchnode
+	bin/benchnode -bin $(BIN) -base bin/jobscope-base -shapes $(BENCH_SHAPES) | tee -a bench.out
 
 # Controller mode at scale (docs/controller.md): a simulated 2,000-node
 # cluster of 10,000 and 50,000 jobs from real 22.05 records, parsed and

@@ -7,6 +7,7 @@ package cgroupfs
 import (
 	"errors"
 	"os"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -64,7 +65,12 @@ func (d Dir) Path() string { return d.path }
 // the next read.
 func (r *Reader) ReadIn(d Dir, name string) ([]byte, error) {
 	// The path is built only when needed: a scrape reads thousands of files.
-	path := func() string { return d.path + "/" + name }
+	path := func() string {
+		if d.path == "" {
+			return name
+		}
+		return d.path + "/" + name
+	}
 	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path(), Err: err}
@@ -96,6 +102,11 @@ func (r *Reader) ReadIn(d Dir, name string) ([]byte, error) {
 
 // Read returns the content of path. The slice is valid until the next read.
 func (r *Reader) Read(path string) ([]byte, error) {
+	if strings.HasPrefix(path, "/") {
+		// openat ignores the directory for an absolute path: one open,
+		// not a directory's and then the file's.
+		return r.ReadIn(Dir{fd: unix.AT_FDCWD}, path)
+	}
 	i := len(path) - 1
 	for i > 0 && path[i] != '/' {
 		i--

@@ -37,6 +37,8 @@ type Env struct {
 	// from --path.cgroupfs): the one source of truth for the cgroup root.
 	Layout discovery.Layout
 	Logger *slog.Logger
+	// Level is --metrics.level: how much per-job detail to emit.
+	Level Level
 
 	// BPF is the loaded eBPF programs when the ebpf collector is on;
 	// BPFErr says why they are missing when it is on but they failed.

@@ -22,6 +22,10 @@ type Desc struct {
 	Labels []string
 	job    bool
 	prom   *prometheus.Desc
+	// level is the lowest --metrics.level that emits the family; basicPart
+	// says what basic emits of a family that full emits more of.
+	level               Level
+	basicPart, fullPart string
 }
 
 // NewDesc builds a descriptor. A bad name or label list is a programming

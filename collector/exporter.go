@@ -22,6 +22,7 @@ type Exporter struct {
 	problems   *Problems
 	serial     atomic.Uint64
 	usage      *usageReader
+	shared     sharedCollections
 
 	durationDesc, successDesc, buildDesc, jobsDesc *Desc
 	discoveryDescs                                 discoveryDescs
@@ -92,7 +93,7 @@ type bound struct {
 // Describe sends nothing: the metric set depends on the node (unchecked collector).
 func (b *bound) Describe(chan<- *prometheus.Desc) {}
 
-func (b *bound) Collect(ch chan<- prometheus.Metric) { b.e.collect(b.ctx, ch) }
+func (b *bound) Collect(ch chan<- prometheus.Metric) { b.e.collectShared(b.ctx, ch) }
 
 type result struct {
 	metrics  []prometheus.Metric
@@ -169,21 +170,12 @@ func (e *Exporter) newRound(ctx context.Context) *round {
 
 func (e *Exporter) runOne(s *Scrape, rc chan<- result) {
 	start := time.Now()
-	mc := make(chan prometheus.Metric, 256)
-	var metrics []prometheus.Metric
-	drained := make(chan struct{})
-	go func() {
-		for m := range mc {
-			metrics = append(metrics, m)
-		}
-		close(drained)
-	}()
 	var err error
-	if !s.protect(func() { err = e.collectors[s.name].Collect(s, mc) }) || (err == nil && s.panicked.Load()) {
-		err = errors.New("panic: see the logged stack (cause panic)")
-	}
-	close(mc)
-	<-drained
+	metrics := collectAll(func(mc chan<- prometheus.Metric) {
+		if !s.protect(func() { err = e.collectors[s.name].Collect(s, mc) }) || (err == nil && s.panicked.Load()) {
+			err = errors.New("panic: see the logged stack (cause panic)")
+		}
+	})
 	switch {
 	case err == nil, s.panicked.Load():
 	case errors.Is(err, ErrNoData):

@@ -12,7 +12,8 @@ func MetricsDoc(factories []Factory) string {
 	var b strings.Builder
 	b.WriteString("# jobscope metrics\n\n")
 	b.WriteString("Generated from the code by `make docs` (`go test ./collector/registry/ -run TestMetricsDoc -update`); a test fails when it is stale.\n")
-	b.WriteString("Every per-job series carries `jobid`, `user`, `account`; `slurm_job_info` carries the rest of the job's metadata.\n\n")
+	b.WriteString("Every per-job series carries `jobid`, `user`, `account`; `slurm_job_info` carries the rest of the job's metadata.\n")
+	b.WriteString("The level column says which `--metrics.level` emits a metric: basic (the default, within the budget of docs/cardinality.md) or full; \"basic: ...\" means basic emits only the series named and full all of them.\n\n")
 	section(&b, "exporter (always on)", "", FrameworkDescs())
 	for _, f := range factories {
 		if f.Descs == nil {
@@ -36,11 +37,11 @@ func section(b *strings.Builder, title, help string, descs []*Desc) {
 	if help != "" {
 		fmt.Fprintf(b, "%s.\n\n", help)
 	}
-	b.WriteString("| metric | labels | description |\n|---|---|---|\n")
+	b.WriteString("| metric | labels | level | description |\n|---|---|---|---|\n")
 	rows := slices.Clone(descs)
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Name < rows[j].Name })
 	for _, d := range rows {
-		fmt.Fprintf(b, "| `%s` | %s | %s |\n", d.Name, strings.Join(d.Labels, ", "), strings.ReplaceAll(d.Help, "|", `\|`))
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", d.Name, strings.Join(d.Labels, ", "), d.LevelDoc(), strings.ReplaceAll(d.Help, "|", `\|`))
 	}
 	b.WriteString("\n")
 }

@@ -270,3 +270,53 @@ func walk(v any, fn func(key string, v any)) {
 		}
 	}
 }
+
+var (
+	selector  = regexp.MustCompile(`(?:^|[^:a-zA-Z0-9_])((?:slurm|jobscope)_[a-zA-Z0-9_]+)\s*(?:\{([^}]*)\})?`)
+	eqMatcher = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"([^"]*)"`)
+)
+
+// TestRulesUseBasicMetrics: what the shipped rules read is in the default
+// output (--metrics.level=basic), equality label matchers included, so the
+// alerts, the recorded series dashboards read and the job report's usage
+// rules work without --metrics.level=full. A rule may select a full-level
+// series only beside a basic selector of the same metric (an `or`
+// fallback): per metric, at least one selector must match basic series.
+func TestRulesUseBasicMetrics(t *testing.T) {
+	type key struct{ name, label, value string }
+	names, pairs := map[string]bool{}, map[key]bool{}
+	for _, g := range testutil.BasicGoldens(t, "../testdata") {
+		for _, s := range testutil.GoldenSeries(t, g) {
+			names[s.Name] = true
+			for l, v := range s.Labels {
+				pairs[key{s.Name, l, v}] = true
+			}
+		}
+	}
+	for _, f := range ruleFiles(t) {
+		for _, r := range readRules(t, f) {
+			basic := map[string]bool{} // metric -> some selector matches basic series
+			for _, m := range selector.FindAllStringSubmatch(quoted.ReplaceAllStringFunc(r.expr, keepLabelValues), -1) {
+				name, ok := m[1], names[m[1]]
+				for _, lm := range eqMatcher.FindAllStringSubmatch(m[2], -1) {
+					ok = ok && pairs[key{name, lm[1], lm[2]}]
+				}
+				basic[name] = basic[name] || ok
+			}
+			for name, ok := range basic {
+				if !ok {
+					t.Errorf("%s: rule %s%s reads %s, which the basic level does not emit as selected", f, r.record, r.alert, name)
+				}
+			}
+		}
+	}
+}
+
+// keepLabelValues keeps double-quoted strings (label values) and blanks
+// the others, so a metric name inside a description is not read.
+func keepLabelValues(q string) string {
+	if strings.HasPrefix(q, `"`) {
+		return q
+	}
+	return `""`
+}

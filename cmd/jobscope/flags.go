@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/ebpf"
 	gpucoll "github.com/jobscope/jobscope/collector/gpu"
 	"github.com/jobscope/jobscope/gpu"
@@ -28,6 +29,7 @@ type options struct {
 	cgroupfs, procfs, sysfs        string
 	logLevel, logFormat            string
 	mode                           string
+	level                          string
 	scrapeTimeout                  time.Duration
 	maxRequests                    int
 	propsDir                       string
@@ -57,6 +59,7 @@ func registerFlags(fs *pflag.FlagSet) *options {
 	flagval.Duration(fs, &o.scrapeTimeout, "web.scrape-timeout", 10*time.Second, 1, "Longest a scrape may take; Prometheus's X-Prometheus-Scrape-Timeout-Seconds shortens it.")
 	flagval.Int(fs, &o.maxRequests, "web.max-requests", 2, 1, "Scrapes served at once; more wait for a slot until their deadline, then get 503.")
 	flagval.Enum(fs, &o.mode, "mode", "node", []string{"node", "controller"}, "Role: node (per-job metrics on a compute node) or controller (cluster metrics from Slurm commands); picks the default collectors.")
+	flagval.Enum(fs, &o.level, "metrics.level", "basic", []string{"basic", "full"}, collector.LevelFlagHelp)
 	fs.StringVar(&o.cgroupfs, "path.cgroupfs", "", "cgroup filesystem root; empty detects the mounts from /proc/self/mountinfo. A given tree's version (v1, v2, hybrid) is recognised from the tree.")
 	fs.StringVar(&o.procfs, "path.procfs", "/proc", "procfs mount point.")
 	fs.StringVar(&o.sysfs, "path.sysfs", "/sys", "sysfs mount point.")

@@ -37,6 +37,8 @@ type badRun struct {
 	exp      *collector.Exporter
 	problems *collector.Problems
 	logs     *bytes.Buffer
+	c        collector.Collector
+	disc     *discovery.Discoverer
 }
 
 func newBadRun(t *testing.T, root string) *badRun {
@@ -49,8 +51,10 @@ func newBadRun(t *testing.T, root string) *badRun {
 		ProcOwner: collectortest.FixtureOwner,
 	})
 	problems := collector.NewProblems(log)
-	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys")})
-	return &badRun{collector.NewExporter(map[string]collector.Collector{"cgroup": c}, collector.Options{Discoverer: disc, Problems: problems, Logger: log}), problems, logs}
+	// Full level: every file the collector can read is read, so every bad
+	// file is met.
+	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys"), Level: collector.LevelFull})
+	return &badRun{collector.NewExporter(map[string]collector.Collector{"cgroup": c}, collector.Options{Discoverer: disc, Problems: problems, Logger: log}), problems, logs, c, disc}
 }
 
 // scrape gathers through a pedantic registry (duplicate or inconsistent
@@ -60,6 +64,31 @@ func (r *badRun) scrape(t *testing.T) string {
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(r.exp.Bind(context.Background()))
 	return string(testutil.Exposition(t, reg))
+}
+
+// collectOnce runs the collector once by itself, outside the exporter,
+// whose scrapes share one collection: two such runs can overlap, as a
+// collection cut short by its deadline can overlap the next one.
+func (r *badRun) collectOnce(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	s := collectortest.ScrapeWith(ctx, "cgroup", collector.ScrapeOptions{
+		Jobs: r.disc.Discover(ctx, func(string, error) {}), Problems: r.problems})
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(onceCollector{r.c, s})
+	return string(testutil.Exposition(t, reg))
+}
+
+type onceCollector struct {
+	c collector.Collector
+	s *collector.Scrape
+}
+
+func (o onceCollector) Describe(chan<- *prometheus.Desc) {}
+func (o onceCollector) Collect(ch chan<- prometheus.Metric) {
+	if err := o.c.Collect(o.s, ch); err != nil {
+		panic(err)
+	}
 }
 
 func countSeries(expo, prefix string) int {
@@ -269,8 +298,10 @@ func newBadRunV1(t *testing.T, root string) *badRun {
 	disc := discovery.New(discovery.Config{Layout: layout, ProcFS: filepath.Join(root, "proc"),
 		LookupUser: collectortest.LookupUser})
 	problems := collector.NewProblems(log)
-	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys")})
-	return &badRun{collector.NewExporter(map[string]collector.Collector{"cgroup": c}, collector.Options{Discoverer: disc, Problems: problems, Logger: log}), problems, logs}
+	// Full level: every file the collector can read is read, so every bad
+	// file is met.
+	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys"), Level: collector.LevelFull})
+	return &badRun{collector.NewExporter(map[string]collector.Collector{"cgroup": c}, collector.Options{Discoverer: disc, Problems: problems, Logger: log}), problems, logs, c, disc}
 }
 
 // A repeated memory.stat key (v1 maps total_rss to type="anon") gives one

@@ -27,7 +27,7 @@ func Factory() collector.Factory {
 			workers := new(int)
 			flagval.Int(fs, workers, "collector.cgroup.workers", 0, 0, "Jobs read in parallel by the cgroup collector (0: number of CPUs, at most 4).")
 			return func(env *collector.Env) (collector.Collector, error) {
-				return NewCgroupCollector(CgroupOptions{Workers: *workers, SysFS: env.SysFS, PerCoreFromEBPF: env.BPF != nil}), nil
+				return NewCgroupCollector(CgroupOptions{Workers: *workers, SysFS: env.SysFS, PerCoreFromEBPF: env.BPF != nil, Level: env.Level}), nil
 			}
 		},
 	}
@@ -42,6 +42,9 @@ type CgroupOptions struct {
 	// PerCoreFromEBPF leaves slurm_job_cpu_core_seconds_total to the ebpf
 	// collector (its programs are loaded) so one node has one source for it.
 	PerCoreFromEBPF bool
+	// Level is --metrics.level: basic leaves out the breakdowns (and does
+	// not read the files only they need).
+	Level collector.Level
 }
 
 type cgroupCollector struct {
@@ -78,7 +81,7 @@ func (c *cgroupCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metr
 		r := c.readers.Get().(*cgroupfs.Reader)
 		defer c.readers.Put(r)
 		jr := &jobReader{Files: cgroupfs.NewFiles(r, s.Problem), r: r, s: s, ch: ch, d: &c.d, job: j, devices: c.devices,
-			series: c.pairs.Job(j), state: c.state.Job(s, j), now: c.opts.Now}
+			series: c.pairs.Job(j), state: c.state.Job(s, j), now: c.opts.Now, full: c.opts.Level == collector.LevelFull}
 		defer jr.Close()
 		if j.Version == 2 {
 			jr.v2()

@@ -22,6 +22,7 @@ type jobReader struct {
 	series  *collector.JobSeries
 	state   *collector.Entry[jobState]
 	now     func() time.Time
+	full    bool // --metrics.level=full
 }
 
 func (jr *jobReader) read(dir, name string) []byte { return jr.Read(dir, name) }
@@ -61,8 +62,8 @@ func (jr *jobReader) usage() *collector.Usage {
 		{collector.HasCPU, jr.d.cpuUsage, u.CPU, ""},
 		{collector.HasUser, jr.d.cpuMode, u.User, "user"},
 		{collector.HasSystem, jr.d.cpuMode, u.System, "system"},
-		{collector.HasPeriods, jr.d.cpuPeriods, u.Periods, ""},
-		{collector.HasThrottled, jr.d.cpuThrottled, u.Throttled, ""},
+		{jr.fullOnly(collector.HasPeriods), jr.d.cpuPeriods, u.Periods, ""},
+		{jr.fullOnly(collector.HasThrottled), jr.d.cpuThrottled, u.Throttled, ""},
 		{collector.HasThrottledTime, jr.d.cpuThrottledTime, u.ThrottledTime, ""},
 		{collector.HasCPUs, jr.d.cpus, float64(len(u.CPUs)), ""},
 	} {
@@ -77,6 +78,14 @@ func (jr *jobReader) usage() *collector.Usage {
 		}
 	}
 	return u
+}
+
+// fullOnly is has at --metrics.level=full and nothing at basic.
+func (jr *jobReader) fullOnly(has collector.UsageFields) collector.UsageFields {
+	if jr.full {
+		return has
+	}
+	return 0
 }
 
 // limitFile emits a limit unless it is unlimited; it returns the value.
@@ -97,13 +106,15 @@ func (jr *jobReader) limitFile(dir, name string, desc *collector.Desc) (uint64, 
 }
 
 // flatKey is what one key of a flat-keyed file becomes: a series of desc
-// (with label as its extra label value, if set), its value divided by div.
+// (with label as its extra label value, if set), its value divided by div;
+// full keys only at --metrics.level=full.
 type flatKey struct {
 	key   string
 	desc  func(d *cgroupDescs) *collector.Desc
 	label string
 	typ   prometheus.ValueType
 	div   float64
+	full  bool
 }
 
 // flatTable is the exported keys of one flat-keyed file, indexed by raw key.
@@ -143,6 +154,9 @@ func (jr *jobReader) flat(dir, name string, t *flatTable) bool {
 		}
 		seen |= 1 << i
 		fk := &t.keys[i]
+		if fk.full && !jr.full {
+			return
+		}
 		if fk.label != "" {
 			jr.emit(fk.desc(jr.d), fk.typ, float64(v)/fk.div, fk.label)
 		} else {
@@ -168,7 +182,7 @@ func (jr *jobReader) pressure(dir string) {
 			continue
 		}
 		jr.emit(jr.d.pressure, prometheus.CounterValue, float64(p.Some)/1e6, res, "some")
-		if p.HasFull {
+		if p.HasFull && jr.full {
 			jr.emit(jr.d.pressure, prometheus.CounterValue, float64(p.Full)/1e6, res, "full")
 		}
 	}

@@ -1,6 +1,8 @@
 package cgroup
 
 import (
+	"errors"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jobscope/jobscope/cgroupfs"
@@ -47,7 +49,10 @@ func (jr *jobReader) foldV1Events(t *v1EventTree, jobDir string) {
 				}
 			})
 		}
-		b, errFail := jr.r.Read(dir + "/memory.failcnt")
+		errFail := errNotRead
+		if jr.full {
+			b, errFail = jr.r.Read(dir + "/memory.failcnt")
+		}
 		if errFail == nil {
 			if n, err := cgroupfs.ParseUint(b); err == nil {
 				v[v1Failcnt] = n
@@ -81,5 +86,11 @@ func (jr *jobReader) foldV1Events(t *v1EventTree, jobDir string) {
 	}
 	t.last = cur
 	jr.emit(jr.d.memEvents, prometheus.CounterValue, float64(total[v1OOMKill]), "oom_kill")
-	jr.emit(jr.d.memEvents, prometheus.CounterValue, float64(total[v1Failcnt]), "max")
+	if jr.full {
+		jr.emit(jr.d.memEvents, prometheus.CounterValue, float64(total[v1Failcnt]), "max")
+	}
 }
+
+// errNotRead stands for memory.failcnt at the basic level, which has no
+// series for it.
+var errNotRead = errors.New("not read at --metrics.level=basic")

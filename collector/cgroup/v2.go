@@ -18,16 +18,19 @@ var memStatV2 = newFlatTable(memStatKeys(
 var memEventsV2 = func() *flatTable {
 	var keys []flatKey
 	for _, e := range []string{"low", "high", "max", "oom", "oom_kill", "oom_group_kill"} {
-		keys = append(keys, flatKey{e, func(d *cgroupDescs) *collector.Desc { return d.memEvents }, e, prometheus.CounterValue, 1})
+		keys = append(keys, flatKey{e, func(d *cgroupDescs) *collector.Desc { return d.memEvents }, e, prometheus.CounterValue, 1, e != "oom_kill"})
 	}
 	return newFlatTable(keys...)
 }()
 
-// memStatKeys pairs raw memory.stat keys with their type label.
+// memStatKeys pairs raw memory.stat keys with their type label; anon and
+// file are the basic level's, the rest full's.
 func memStatKeys(pairs ...string) []flatKey {
 	keys := make([]flatKey, 0, len(pairs)/2)
 	for i := 0; i+1 < len(pairs); i += 2 {
-		keys = append(keys, flatKey{pairs[i], func(d *cgroupDescs) *collector.Desc { return d.memStat }, pairs[i+1], prometheus.GaugeValue, 1})
+		typ := pairs[i+1]
+		keys = append(keys, flatKey{pairs[i], func(d *cgroupDescs) *collector.Desc { return d.memStat }, typ, prometheus.GaugeValue, 1,
+			typ != "anon" && typ != "file"})
 	}
 	return keys
 }
@@ -48,7 +51,9 @@ func (jr *jobReader) v2() {
 	jr.limitFile(dir, "memory.max", jr.d.memLimit)
 	jr.flat(dir, "memory.stat", memStatV2)
 	jr.uintFile(dir, "memory.swap.current", jr.d.swapUsage, prometheus.GaugeValue, 1)
-	jr.limitFile(dir, "memory.swap.max", jr.d.swapLimit)
+	if jr.full {
+		jr.limitFile(dir, "memory.swap.max", jr.d.swapLimit)
+	}
 	jr.flat(dir, "memory.events", memEventsV2)
 	jr.pressure(dir)
 	if b := jr.read(dir, "io.stat"); b != nil {
@@ -57,18 +62,36 @@ func (jr *jobReader) v2() {
 			jr.malformed(dir, "io.stat", err)
 		}
 		seen := map[string]bool{}
+		var sum [2]uint64
 		for _, st := range stats {
 			dev := jr.devices.name(st.Device)
 			if seen[dev] {
 				continue
 			}
 			seen[dev] = true
-			jr.emit(jr.d.ioBytes, prometheus.CounterValue, float64(st.ReadBytes), dev, "read")
-			jr.emit(jr.d.ioBytes, prometheus.CounterValue, float64(st.WriteBytes), dev, "write")
-			jr.emit(jr.d.ioOps, prometheus.CounterValue, float64(st.ReadOps), dev, "read")
-			jr.emit(jr.d.ioOps, prometheus.CounterValue, float64(st.WriteOps), dev, "write")
+			sum[0] += st.ReadBytes
+			sum[1] += st.WriteBytes
+			if jr.full {
+				jr.emit(jr.d.ioBytes, prometheus.CounterValue, float64(st.ReadBytes), dev, "read")
+				jr.emit(jr.d.ioBytes, prometheus.CounterValue, float64(st.WriteBytes), dev, "write")
+				jr.emit(jr.d.ioOps, prometheus.CounterValue, float64(st.ReadOps), dev, "read")
+				jr.emit(jr.d.ioOps, prometheus.CounterValue, float64(st.WriteOps), dev, "write")
+			}
+		}
+		if !jr.full {
+			jr.blockIOSum(sum)
 		}
 	}
-	jr.uintFile(dir, "pids.current", jr.d.pids, prometheus.GaugeValue, 1)
-	jr.limitFile(dir, "pids.max", jr.d.pidsLimit)
+	if jr.full {
+		jr.uintFile(dir, "pids.current", jr.d.pids, prometheus.GaugeValue, 1)
+		jr.limitFile(dir, "pids.max", jr.d.pidsLimit)
+	}
+}
+
+// blockIOSum emits the basic level's block IO: bytes summed over devices.
+// A device's counts never go down while the cgroup lives, nor does the set
+// of devices it has used shrink, so the sum is a counter too.
+func (jr *jobReader) blockIOSum(sum [2]uint64) {
+	jr.emit(jr.d.ioBytes, prometheus.CounterValue, float64(sum[0]), "all", "read")
+	jr.emit(jr.d.ioBytes, prometheus.CounterValue, float64(sum[1]), "all", "write")
 }

@@ -62,6 +62,7 @@ type ebpfCollector struct {
 	keyOf func(j *discovery.Job) (bpf.Key, bool)
 	d     ebpfDescs
 	pairs *collector.PairCache
+	full  bool // --metrics.level=full: syscall IO and network packets too
 }
 
 // New builds the collector over the programs cmd loaded; when loading
@@ -74,7 +75,7 @@ func New(env *collector.Env) (collector.Collector, error) {
 		}
 		return nil, errors.New("eBPF programs not loaded")
 	}
-	return newEBPFCollector(env.BPF.Reader, env.BPF.Key), nil
+	return newEBPFCollector(env.BPF.Reader, env.BPF.Key, env.Level), nil
 }
 
 // Load loads and attaches the programs for the node's cgroup layout. Any
@@ -144,8 +145,8 @@ func dirKeys(v1 string, hier uint32) func(j *discovery.Job) (bpf.Key, bool) {
 	}
 }
 
-func newEBPFCollector(r bpf.Reader, keyOf func(*discovery.Job) (bpf.Key, bool)) *ebpfCollector {
-	return &ebpfCollector{reader: r, keyOf: keyOf, d: newEBPFDescs(), pairs: collector.NewPairCache()}
+func newEBPFCollector(r bpf.Reader, keyOf func(*discovery.Job) (bpf.Key, bool), level collector.Level) *ebpfCollector {
+	return &ebpfCollector{reader: r, keyOf: keyOf, d: newEBPFDescs(), pairs: collector.NewPairCache(), full: level == collector.LevelFull}
 }
 
 func (c *ebpfCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
@@ -170,7 +171,7 @@ func (c *ebpfCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric
 
 func (c *ebpfCollector) emitJob(ch chan<- prometheus.Metric, series *collector.JobSeries, cnt *bpf.Counters, network bool, allocated []int) {
 	counter := func(d *collector.Desc, v float64, extra ...string) { ch <- series.Counter(d, v, extra...) }
-	if !cnt.Since.IsZero() {
+	if c.full && !cnt.Since.IsZero() {
 		ch <- series.Gauge(c.d.countedSince, float64(cnt.Since.UnixMilli())/1e3)
 	}
 	// The job's allocated cores (an idle one shows as 0, which is the
@@ -194,17 +195,21 @@ func (c *ebpfCollector) emitJob(ch chan<- prometheus.Metric, series *collector.J
 	if outside > 0 {
 		counter(c.d.cpuOutside, float64(outside)/1e9)
 	}
-	counter(c.d.syscallBytes, float64(cnt.RChar), "read")
-	counter(c.d.syscallBytes, float64(cnt.WChar), "write")
-	counter(c.d.syscalls, float64(cnt.SyscR), "read")
-	counter(c.d.syscalls, float64(cnt.SyscW), "write")
+	if c.full {
+		counter(c.d.syscallBytes, float64(cnt.RChar), "read")
+		counter(c.d.syscallBytes, float64(cnt.WChar), "write")
+		counter(c.d.syscalls, float64(cnt.SyscR), "read")
+		counter(c.d.syscalls, float64(cnt.SyscW), "write")
+	}
 	counter(c.d.storageBytes, float64(cnt.ReadBytes), "read")
 	counter(c.d.storageBytes, float64(cnt.WriteBytes), "write")
 	if network {
 		counter(c.d.netBytes, float64(cnt.RxBytes), "receive")
 		counter(c.d.netBytes, float64(cnt.TxBytes), "transmit")
-		counter(c.d.netPackets, float64(cnt.RxPackets), "receive")
-		counter(c.d.netPackets, float64(cnt.TxPackets), "transmit")
+		if c.full {
+			counter(c.d.netPackets, float64(cnt.RxPackets), "receive")
+			counter(c.d.netPackets, float64(cnt.TxPackets), "transmit")
+		}
 	}
 }
 

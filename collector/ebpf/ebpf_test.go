@@ -24,7 +24,7 @@ type cannedReader struct{ snap *bpf.Snapshot }
 
 func (r cannedReader) Read() (*bpf.Snapshot, error) { return r.snap, nil }
 
-func cannedEBPF() (*ebpfCollector, []*discovery.Job) {
+func cannedEBPF(level collector.Level) (*ebpfCollector, []*discovery.Job) {
 	jobs := []*discovery.Job{
 		{ID: "101", Version: 2, Dir: "/sys/fs/cgroup/system.slice/slurmstepd.scope/job_101", Meta: discovery.Meta{User: "alice", Account: "physics"}},
 		{ID: "102", Version: 1, V1: map[string]string{"cpuacct": "/sys/fs/cgroup/cpuacct/slurm_vm/uid_1002/job_102"}, Meta: discovery.Meta{User: "bob", Account: "chem"}},
@@ -46,7 +46,7 @@ func cannedEBPF() (*ebpfCollector, []*discovery.Job) {
 	c := newEBPFCollector(cannedReader{snap}, func(j *discovery.Job) (bpf.Key, bool) {
 		k, ok := keys[j.ID]
 		return k, ok
-	})
+	}, level)
 	return c, jobs
 }
 
@@ -62,17 +62,21 @@ func (s scrapeOne) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// TestEBPFGolden: metrics.golden is the basic level, metrics-full.golden
+// the full one.
 func TestEBPFGolden(t *testing.T) {
-	c, jobs := cannedEBPF()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(scrapeOne{c, jobs})
-	testutil.Golden(t, filepath.Join("..", "..", "testdata", "ebpf", "metrics.golden"), testutil.Exposition(t, reg))
-	problems, err := promtest.GatherAndLint(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	for level, file := range map[collector.Level]string{collector.LevelBasic: "metrics.golden", collector.LevelFull: "metrics-full.golden"} {
+		c, jobs := cannedEBPF(level)
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(scrapeOne{c, jobs})
+		testutil.Golden(t, filepath.Join("..", "..", "testdata", "ebpf", file), testutil.Exposition(t, reg))
+		problems, err := promtest.GatherAndLint(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range problems {
+			t.Errorf("lint: %s: %s", p.Metric, p.Text)
+		}
 	}
 }
 
@@ -97,7 +101,7 @@ func TestEBPFUnavailable(t *testing.T) {
 // withCpuset scrapes the canned job 101 with the given cpuset.cpus.effective.
 func withCpuset(t *testing.T, cpus string) string {
 	t.Helper()
-	c, jobs := cannedEBPF()
+	c, jobs := cannedEBPF(collector.LevelBasic)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "cpuset.cpus.effective"), []byte(cpus+"\n"), 0o644); err != nil {
 		t.Fatal(err)

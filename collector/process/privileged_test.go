@@ -230,7 +230,7 @@ func TestProcessPrivileged(t *testing.T) {
 		return nil
 	}
 	c, err := NewProcessCollector(&collector.Env{ProcFS: "/proc"},
-		ProcessOptions{Mounts: []string{mnt}, TopN: 5, Threads: true, IO: ProcessIOOn})
+		ProcessOptions{Mounts: []string{mnt}, TopN: 5, Threads: true, IO: ProcessIOOn, Level: collector.LevelFull})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,10 @@ type ProcessOptions struct {
 	// EBPFLoaded says that the ebpf programs count IO (auto mode then
 	// leaves it to them); the factory sets it from Env.BPF.
 	EBPFLoaded bool
+	// Level is --metrics.level: basic counts processes without their
+	// states, leaves out CPU per executable (and does not read
+	// /proc/<pid>/exe) and syscall IO.
+	Level collector.Level
 }
 
 // Factory describes the process collector.
@@ -63,6 +67,7 @@ func Factory() collector.Factory {
 			return func(env *collector.Env) (collector.Collector, error) {
 				o := *o
 				o.EBPFLoaded = env.BPF != nil
+				o.Level = env.Level
 				return NewProcessCollector(env, o)
 			}
 		},
@@ -119,7 +124,7 @@ func NewProcessCollector(env *collector.Env, o ProcessOptions) (collector.Collec
 	return &processCollector{
 		opts:   o,
 		env:    env,
-		reader: procReader{fs: pfs, root: root, mounts: mounts, threads: o.Threads},
+		reader: procReader{fs: pfs, root: root, mounts: mounts, threads: o.Threads, exe: o.Level == collector.LevelFull, statFDs: isProcfs(root)},
 		jobs:   collector.NewState(newProcJobAcct),
 		pool:   collector.NewJobPool(procReadWorkers),
 		d:      newProcDescs(),
@@ -135,7 +140,7 @@ type procDescs struct {
 func newProcDescs() procDescs {
 	return procDescs{
 		processes: collector.NewJobDesc("slurm_job_processes",
-			"Processes in the job's cgroups (cgroup.procs) by state, from /proc/<pid>/stat (a process's state is its main thread's); kernel threads left out. cgroup v2 does not list zombie processes, so state=\"zombie\" counts zombie main threads whose other threads live on; state=\"other\" appears only when non-zero.", "state"),
+			"Processes in the job's cgroups (cgroup.procs), from /proc/<pid>/stat; kernel threads left out. At --metrics.level=basic one series, state=\"all\"; at full by state (a process's state is its main thread's). cgroup v2 does not list zombie processes, so state=\"zombie\" counts zombie main threads whose other threads live on; state=\"other\" appears only when non-zero.", "state").Partly(`state="all"`, "by state"),
 		threads: collector.NewJobDesc("slurm_job_threads",
 			"Threads of the job's processes by state, from /proc/<pid>/task/<tid>/stat with --collector.process.threads; without it one series, state=\"all\", from the thread counts of /proc/<pid>/stat. state=\"other\" appears only when non-zero.", "state"),
 		fds: collector.NewJobDesc("slurm_job_open_fds",
@@ -145,11 +150,11 @@ func newProcDescs() procDescs {
 		ctxsw: collector.NewJobDesc("slurm_job_context_switches_total",
 			"Context switches of the job's threads, from /proc/<pid>/task/<tid>/status (only with --collector.process.threads); switches a thread made after the last scrape that saw it are missed.", "type"),
 		cpu: collector.NewJobDesc("slurm_job_process_cpu_seconds_total",
-			"User and system CPU time of the job's processes by executable (/proc/<pid>/exe, /proc/<pid>/stat). The top --collector.process.top-n executables by CPU get their own series; exe=\"other\" holds the rest, including an executable's time while it was outside the top N (an executable that enters or leaves the top N starts or stops its series there, and no series ever decreases); exe=\"unknown\" where /proc/<pid>/exe could not be read. CPU a process used after the last scrape that saw it is missed; the cgroup's CPU total is exact.", "exe"),
+			"User and system CPU time of the job's processes by executable (/proc/<pid>/exe, /proc/<pid>/stat). The top --collector.process.top-n executables by CPU get their own series; exe=\"other\" holds the rest, including an executable's time while it was outside the top N (an executable that enters or leaves the top N starts or stops its series there, and no series ever decreases); exe=\"unknown\" where /proc/<pid>/exe could not be read. CPU a process used after the last scrape that saw it is missed; the cgroup's CPU total is exact.", "exe").Full(),
 		storageIO: collector.NewJobDesc("slurm_job_process_storage_io_bytes_total",
 			"Storage IO of the job's processes from /proc/<pid>/io: read_bytes, and write_bytes (pages dirtied, which can exceed what reached the disk). Includes children a job process reaped; misses what an exited process did after the last scrape that saw it unless a job process reaped it. Only while the ebpf collector is not loaded (--collector.process.io).", "direction"),
 		syscallIO: collector.NewJobDesc("slurm_job_process_syscall_io_bytes_total",
-			"Bytes the job's processes passed through read- and write-type syscalls (files, pipes, sockets: rchar and wchar of /proc/<pid>/io). Includes children a job process reaped; misses what an exited process did after the last scrape that saw it unless a job process reaped it. Only while the ebpf collector is not loaded (--collector.process.io).", "direction"),
+			"Bytes the job's processes passed through read- and write-type syscalls (files, pipes, sockets: rchar and wchar of /proc/<pid>/io). Includes children a job process reaped; misses what an exited process did after the last scrape that saw it unless a job process reaped it. Only while the ebpf collector is not loaded (--collector.process.io).", "direction").Full(),
 	}
 }
 
@@ -212,10 +217,19 @@ const procReadWorkers = 4
 func (c *processCollector) emit(ch chan<- prometheus.Metric, series *collector.JobSeries, a *procJobAcct, js *procJobSample, withIO bool) {
 	gauge := func(d *collector.Desc, v float64, extra ...string) { ch <- series.Gauge(d, v, extra...) }
 	counter := func(d *collector.Desc, v float64, extra ...string) { ch <- series.Counter(d, v, extra...) }
-	for i, n := range js.processes {
-		if i != procStateOther || n > 0 {
-			gauge(c.d.processes, float64(n), procStates[i])
+	full := c.opts.Level == collector.LevelFull
+	if full {
+		for i, n := range js.processes {
+			if i != procStateOther || n > 0 {
+				gauge(c.d.processes, float64(n), procStates[i])
+			}
 		}
+	} else {
+		n := 0
+		for _, k := range js.processes {
+			n += k
+		}
+		gauge(c.d.processes, float64(n), "all")
 	}
 	if c.opts.Threads {
 		for i, n := range js.threads {
@@ -230,8 +244,10 @@ func (c *processCollector) emit(ch chan<- prometheus.Metric, series *collector.J
 	for i, m := range c.reader.mounts {
 		gauge(c.d.files, float64(js.files[i]), m)
 	}
-	for _, v := range a.cpuSeries(nil) {
-		counter(c.d.cpu, float64(v.ticks)/procUserHZ, v.exe)
+	if full {
+		for _, v := range a.cpuSeries(nil) {
+			counter(c.d.cpu, float64(v.ticks)/procUserHZ, v.exe)
+		}
 	}
 	if c.opts.Threads {
 		t := a.taskTotals()
@@ -242,7 +258,9 @@ func (c *processCollector) emit(ch chan<- prometheus.Metric, series *collector.J
 		io := a.ioTotals()
 		counter(c.d.storageIO, float64(io[procIOReadBytes]), "read")
 		counter(c.d.storageIO, float64(io[procIOWriteBytes]), "write")
-		counter(c.d.syscallIO, float64(io[procIORChar]), "read")
-		counter(c.d.syscallIO, float64(io[procIOWChar]), "write")
+		if full {
+			counter(c.d.syscallIO, float64(io[procIORChar]), "read")
+			counter(c.d.syscallIO, float64(io[procIOWChar]), "write")
+		}
 	}
 }

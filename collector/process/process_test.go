@@ -74,7 +74,7 @@ func TestProcessGolden(t *testing.T) {
 		name string
 		opts ProcessOptions
 	}{
-		{"metrics.golden", ProcessOptions{Mounts: []string{"/scratch", "/home/"}, TopN: 2, Threads: true, IO: ProcessIOOn}},
+		{"metrics-full.golden", ProcessOptions{Mounts: []string{"/scratch", "/home/"}, TopN: 2, Threads: true, IO: ProcessIOOn, Level: collector.LevelFull}},
 		{"metrics-defaults.golden", ProcessOptions{TopN: 5, Threads: false, IO: ProcessIOAuto}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package process
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -120,6 +121,8 @@ type procReader struct {
 	root    string
 	mounts  []string
 	threads bool
+	exe     bool // read /proc/<pid>/exe (CPU per executable, full level)
+	statFDs bool // root is procfs: count fds by a stat of /proc/<pid>/fd
 }
 
 // procVanished reports whether err means the process or thread is gone.
@@ -156,49 +159,80 @@ func (r *procReader) readJob(pids []int, js *procJobSample, withIO bool, ri *pro
 }
 
 func (r *procReader) readProc(pid int, js *procJobSample, withIO bool, ri *procReadIssues) {
-	p, err := r.fs.Proc(pid)
+	bp := procBufs.Get().(*[]byte)
+	defer procBufs.Put(bp)
+	b, err := r.readRaw(pid, "stat", *bp)
 	if err != nil {
+		if !procVanished(err) {
+			ri.found++
+		}
 		r.classify(ri, pid, err)
 		return
 	}
 	ri.found++
-	st, err := p.Stat()
+	st, err := parseStat(b)
 	if err != nil {
-		r.classify(ri, pid, err)
+		r.classify(ri, pid, fmt.Errorf("%s/%d/%w", r.root, pid, err))
 		return
 	}
-	if st.Flags&procPFKthread != 0 {
+	if st.flags&procPFKthread != 0 {
 		return
 	}
-	exe, err := p.Executable()
-	if err != nil {
-		r.classify(ri, pid, err)
-		exe = ""
+	// The procfs library's handle, for what the default scrape does not
+	// read (executables, fd targets, threads) and the fd listing fallback.
+	var p procfs.Proc
+	proc := func() (procfs.Proc, error) {
+		if p.PID != 0 {
+			return p, nil
+		}
+		var err error
+		p, err = r.fs.Proc(pid)
+		return p, err
 	}
-	js.processes[procStateIndex(st.State)]++
-	js.nthreads += max(st.NumThreads, 1)
+	var exe string
+	if r.exe {
+		if p, err := proc(); err != nil {
+			r.classify(ri, pid, err)
+		} else if exe, err = p.Executable(); err != nil {
+			r.classify(ri, pid, err)
+			exe = ""
+		}
+	}
+	js.processes[procStateIndex(st.state)]++
+	js.nthreads += max(st.numThreads, 1)
 	ps := procSample{
-		key:   procKey{pid: pid, start: st.Starttime},
-		ppid:  st.PPID,
+		key:   procKey{pid: pid, start: st.starttime},
+		ppid:  st.ppid,
 		exe:   strings.TrimSuffix(exe, " (deleted)"),
-		ticks: uint64(st.UTime) + uint64(st.STime),
+		ticks: st.utime + st.stime,
 	}
 	if withIO {
 		// The process-wide file: it keeps the IO of exited threads and
 		// takes in that of the children the process reaps.
-		if io, err := p.IO(); err == nil {
-			ps.io = [procNIO]uint64{io.RChar, io.WChar, io.ReadBytes, io.WriteBytes}
-			ps.hasIO = true
-		} else {
+		if b, err := r.readRaw(pid, "io", *bp); err != nil {
 			r.classify(ri, pid, err)
+		} else if io, err := parseIO(b); err != nil {
+			r.classify(ri, pid, fmt.Errorf("%s/%d/%w", r.root, pid, err))
+		} else {
+			ps.io, ps.hasIO = io, true
 		}
 	}
 	js.procs = append(js.procs, ps)
 
 	if len(r.mounts) > 0 {
 		// The fd links are read anyway: their number is the fd count.
-		r.countFiles(p, pid, js, ri)
-	} else if n, err := p.FileDescriptorsLen(); err == nil {
+		if p, err := proc(); err != nil {
+			r.classify(ri, pid, err)
+		} else {
+			r.countFiles(p, pid, js, ri)
+		}
+	} else if n, err := r.fdCount(pid, func() (int, error) {
+		p, err := proc()
+		if err != nil {
+			return 0, err
+		}
+		return p.FileDescriptorsLen()
+	}); err == nil {
 		js.fds += n
 	} else {
 		r.classify(ri, pid, err)

@@ -48,13 +48,16 @@ func Exposition(t testing.TB, g prometheus.Gatherer) []byte {
 	return buf.Bytes()
 }
 
+// zero replaces the value rather than writing into it: a const metric's
+// Write hands out its own value objects, which concurrent gathers of one
+// shared collection (Exporter.collectShared) read at the same time.
 func zero(m *dto.Metric) {
 	z := 0.0
 	if m.Gauge != nil {
-		m.Gauge.Value = &z
+		m.Gauge = &dto.Gauge{Value: &z}
 	}
 	if m.Counter != nil {
-		m.Counter.Value = &z
+		m.Counter = &dto.Counter{Value: &z}
 	}
 }
 

@@ -61,6 +61,8 @@ mode_collectors() {
 
 # shellcheck source=test/e2e/controller.sh
 . "$ROOT/test/e2e/controller.sh"
+# shellcheck source=test/e2e/levels.sh
+. "$ROOT/test/e2e/levels.sh"
 
 # --- teardown -------------------------------------------------------------------
 
@@ -91,7 +93,7 @@ slurm_tree_pids() {
 teardown() {
 	local i p
 	log "teardown"
-	for p in jobscope-cap jobscope-node jobscope-ctl jobscope-ctltext jobscope-broken prometheus; do kill_pidfile "$WORK/run/$p.pid" 5; done
+	for p in jobscope-cap jobscope-full jobscope-node jobscope-ctl jobscope-ctltext jobscope-broken prometheus; do kill_pidfile "$WORK/run/$p.pid" 5; done
 	# Jobs first, so the epilog runs and slurmstepd leaves before slurmd goes.
 	if [ -f "$WORK/run/slurmctld.pid" ] && command -v scancel >/dev/null; then
 		timeout 10 scancel --quiet --full --user=alice 2>/dev/null
@@ -349,7 +351,7 @@ flag_if() { has_flag "${1%%=*}" && printf '%s\n' "--$1"; }
 start_jobscope() {
 	local args=() c p
 	# Everything of ours is stopped by now: an answer here is someone else's.
-	for p in $PORT_NODE $PORT_CTL $PORT_CAP $PORT_BRK $PORT_PROM; do
+	for p in $PORT_NODE $PORT_CTL $PORT_CAP $PORT_BRK $PORT_FULL $PORT_PROM; do
 		curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$p/" && die "port $p on 127.0.0.1 is taken by another program"
 	done
 	for c in $(mode_collectors node); do args+=("--collector.$c"); done
@@ -623,6 +625,7 @@ if [ -x "$ROOT/contrib/slurm/prolog.d/jobscope-gpu-mapping.sh" ]; then
 	check_eq "gpu job: prolog GPU mapping file names the job" "$J_GPU" "$(cat "$WORK"/gpu-jobs/[0-9]* 2>/dev/null | sort -u | paste -sd, -)"
 fi
 check_eq "promtool check metrics (node)" "" "$(promtool check metrics <"$M" 2>&1 | head -3 | tr '\n' ' ')"
+levels_e2e $J_BURN $J_HOLD $J_WRITE $J_OOM $J_GPU
 
 # --- controller mode ---------------------------------------------------------------------------------------
 
@@ -666,6 +669,11 @@ if grep -q '^rule_files:' "$WORK/etc/prometheus.yml"; then
 	wait_for 15 "recording rule" sh -c "curl -fsS http://127.0.0.1:$PORT_PROM/api/v1/query --data-urlencode 'query=$Q' | jq -e '.data.result | length == 1'"
 	check_close "prometheus: recording rule $Q" "$(awk -v m="$MEM_GOT" 'BEGIN{printf "%.3f", m/629145600}')" \
 		"$(promq "$Q" | jq -r '.data.result[0].value[1] // "absent"')" 0.05
+	if [ -f "$WORK/etc/rules/jobscope-summary-rules.yml" ]; then
+		Q="job:slurm_job_cpu_core_busy:max_rate5m{jobid=\"$J_BURN\"}"
+		wait_for 15 "summary rule" sh -c "curl -fsS http://127.0.0.1:$PORT_PROM/api/v1/query --data-urlencode 'query=$Q' | jq -e '.data.result | length == 1'"
+		check_eq "prometheus: summary rule folds the burner's cores into one series" 1 "$(promq "$Q" | jq -r '.data.result | length')"
+	fi
 fi
 
 # --- discovery broken on purpose ------------------------------------------------------------------------------
@@ -711,6 +719,9 @@ cap_run() {
 	install -d -m 0755 "$WORK/noprops"
 	for c in $(mode_collectors node); do args+=("--collector.$c"); done
 	has_flag bpf.pin-path && args+=("--bpf.pin-path=$pin")
+	# The unit's capabilities serve either level; full reads the most
+	# (/proc/<pid>/exe needs CAP_SYS_PTRACE for other users' processes).
+	has_flag metrics.level && args+=(--metrics.level=full)
 	if has_flag slurm.node-metadata.squeue; then
 		args+=(--slurm.node-metadata.squeue=false)
 	elif has_flag slurm.scontrol-fallback; then
