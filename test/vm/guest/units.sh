@@ -82,10 +82,26 @@ check_restart() {
 	check_ge "restart: counters compared" 20 "$(join -j1 <(counters "$pre" | awk '{print $1}') <(counters "$post" | awk '{print $1}') | wc -l)"
 }
 
+jobscope_prog_names() {
+	bpftool -j prog show 2>/dev/null | jq -r --arg n "$BPF_PROGS" \
+		'($n | split(" ")) as $names | [.[] | select(.name as $x | $names | index($x)) | .name] | join(" ")'
+}
+
 # check_stop: a stop detaches every program; the pinned maps stay for the
-# next start.
+# next start. The kernel frees a program after its last reference goes
+# through RCU and a workqueue, so under TCG bpftool can still list one for
+# a moment after the process is gone (CI saw 3 right after stop): poll a
+# bounded time, and fail only on a program that stays.
 check_stop() {
+	local left i
 	systemctl stop jobscope
-	check_eq "stop: jobscope's programs left in bpftool prog" 0 "$(jobscope_progs)"
+	for i in $(seq 1 60); do
+		left=$(jobscope_progs)
+		[ "$left" = 0 ] && break
+		sleep 0.5
+	done
+	[ "$left" = 0 ] || log "programs still loaded 30 s after stop: $(jobscope_prog_names)"
+	[ "$i" -gt 1 ] && log "programs gone after ${i} polls of 0.5 s"
+	check_eq "stop: jobscope's programs left in bpftool prog (within 30 s of stop)" 0 "$left"
 	check_eq "stop: pinned maps kept for the next start" yes "$([ -e "$BPF_PIN/job_counters" ] && echo yes || echo no)"
 }
