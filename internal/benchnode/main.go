@@ -76,8 +76,8 @@ func run(sh shape, self string, configs []config, scrapes int) error {
 	}
 	fmt.Printf("\n### %s: %d processes\n\nfloor: %d files (%d cgroupfs) %.2f ms, CPU %.2f ms; cgroupfs alone %.2f ms, CPU %.2f ms\n\n",
 		sh.name, len(n.procs), len(n.floor), len(cg), ms(fw), ms(fcpu), ms(cw), ms(ccpu))
-	fmt.Println("| configuration | median ms | × floor | CPU ms/scrape | × floor CPU | RSS MiB (anon) | bytes gzip / identity | samples/job |")
-	fmt.Println("|---|---|---|---|---|---|---|---|")
+	fmt.Println("| configuration | median ms | × floor | CPU ms/scrape | × floor CPU | RSS MiB (anon) idle | peak anon MiB | idle CPU ms | CPU ms, scrape after idle | bytes gzip / identity | samples/job |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, c := range configs {
 		r, err := measure(c, n, sh, scrapes)
 		if err != nil {
@@ -87,8 +87,8 @@ func run(sh shape, self string, configs []config, scrapes int) error {
 		if c.cgroup {
 			w, cpu = cw, ccpu
 		}
-		fmt.Printf("| %s | %.1f | %.2f | %.1f | %.2f | %.1f (%.1f) | %d / %d | %.1f |\n", c.name, ms(r.median), ratio(r.median, w),
-			ms(r.cpu), ratio(r.cpu, cpu), r.rss, r.anon, r.gzip, r.identity, r.perJob)
+		fmt.Printf("| %s | %.1f | %.2f | %.1f | %.2f | %.1f (%.1f) | %.1f | %.1f | %.1f | %d / %d | %.1f |\n", c.name, ms(r.median), ratio(r.median, w),
+			ms(r.cpu), ratio(r.cpu, cpu), r.rss, r.anon, r.peakAnon, ms(r.release), ms(r.cold), r.gzip, r.identity, r.perJob)
 	}
 	return nil
 }
