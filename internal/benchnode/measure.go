@@ -14,13 +14,13 @@ import (
 )
 
 type result struct {
-	median, cpu    time.Duration
-	rss, anon      float64
-	peakAnon       float64
+	median, cpu time.Duration
+	rss, anon   float64
+	peakAnon    float64
 	// release is the CPU the process spent while idle after the scrapes
 	// (jobscope returns its heap to the OS then); cold is the CPU of one
 	// scrape after that idle time.
-	release, cold time.Duration
+	release, cold  time.Duration
 	gzip, identity int
 	perJob         float64
 }
