@@ -119,7 +119,7 @@ vm-e2e: build
 # BENCH_SHAPES picks shapes (bin/benchnode -h lists them). Root: the floor
 # reads the processes' /proc/<pid>/io.
 BENCH_BASE   ?= main
-BENCH_SHAPES ?= v2-128,v2-512,v1-128,v1-512,v2-256x1,v1-256x1,v2-4x64
+BENCH_SHAPES ?= v2-128,v2-512,v1-128,v1-512,v2-256x1,v1-256x1,v2-4x64,v1-4x64
 bench: build
 	$(GO) test -run '^$$' -bench 'Scrape' -benchmem -count 5 ./collector/cgroup/ ./collector/process/ | tee bench.out
 	rm -rf build/bench-base && mkdir -p build/bench-base

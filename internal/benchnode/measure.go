@@ -46,6 +46,7 @@ func measure(c config, n *node, sh shape, scrapes int) (result, error) {
 		"--collector.ebpf=false", "--collector.gpu=false"}, c.flags...)
 	cmd := exec.Command(c.bin, args...)
 	cmd.Stderr = os.Stderr
+	cmd.Env = append(os.Environ(), c.env...)
 	if err := cmd.Start(); err != nil {
 		return r, err
 	}
