@@ -118,16 +118,16 @@ func samplePeakAnon(pid int) (stop func() float64) {
 	done := make(chan struct{})
 	peak := make(chan float64, 1)
 	go func() {
-		var max float64
+		var highest float64
 		t := time.NewTicker(2 * time.Millisecond)
 		defer t.Stop()
 		for {
-			if _, _, a := benchproc.Memory(pid); a > max {
-				max = a
+			if _, _, a := benchproc.Memory(pid); a > highest {
+				highest = a
 			}
 			select {
 			case <-done:
-				peak <- max
+				peak <- highest
 				return
 			case <-t.C:
 			}
