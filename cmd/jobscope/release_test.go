@@ -14,10 +14,7 @@ func TestIdleReleaseWaitsForQuiet(t *testing.T) {
 	r.begin()
 	r.begin()
 	r.end()
-	time.Sleep(100 * time.Millisecond)
-	if n := fired.Load(); n != 0 {
-		t.Fatalf("released %d times while a scrape ran", n)
-	}
+	stillFired(t, &fired, 0, "while a scrape ran")
 	r.end()
 	waitFired(t, &fired, 1)
 
@@ -26,15 +23,19 @@ func TestIdleReleaseWaitsForQuiet(t *testing.T) {
 	r.end()
 	time.Sleep(10 * time.Millisecond)
 	r.begin()
-	time.Sleep(60 * time.Millisecond)
-	if n := fired.Load(); n != 1 {
-		t.Fatalf("released during a scrape that began in the quiet period (%d)", n)
-	}
+	stillFired(t, &fired, 1, "during a scrape that began in the quiet period")
 	r.end()
 	waitFired(t, &fired, 2)
+	stillFired(t, &fired, 2, "after two idle periods")
+}
+
+// stillFired checks, after more than the quiet period, that the release
+// ran want times.
+func stillFired(t *testing.T, fired *atomic.Int32, want int32, when string) {
+	t.Helper()
 	time.Sleep(100 * time.Millisecond)
-	if n := fired.Load(); n != 2 {
-		t.Fatalf("released %d times for two idle periods", n)
+	if n := fired.Load(); n != want {
+		t.Fatalf("%s: released %d times, want %d", when, n, want)
 	}
 }
 
