@@ -141,6 +141,7 @@ rpcs() {
 		}' "$1"
 }
 # The jobs are done with: cancelled now, the VM powers off sooner.
+QUEUE=$(squeue -h -o %T | sort | uniq -c | paste -sd' ' -)
 scancel -u alice
 # All phases' rows as "phase kind name count time_us" for the summary:
 # slurmctld's (sdiag) and slurmdbd's (sacctmgr show stats, dbd*).
@@ -152,7 +153,7 @@ for ph in idle jobscope native; do
 done >"$OUT/rpcs.txt"
 {
 	echo "VM $VM: Slurm $(slurmd -V | awk '{print $2}'), kernel $(uname -r), $(nproc) vCPUs (TCG); RPCs seen by slurmctld (sdiag) in each phase of $POLLS intervals of $INTERVAL s ($WINDOW s)"
-	echo "queue: $(squeue -h -o %T | sort | uniq -c | paste -sd' ' -)"
+	echo "queue during the phases: $QUEUE"
 	echo "jobscope phase: $SCRAPERS scrapers, $SCRAPES scrapes of /metrics in all; commands jobscope ran in the phase (its own counter): $(join -a1 -a2 -e0 -o 0,1.2,2.2 <(sort "$OUT/jobscope-runs-before.txt") <(sort "$OUT/jobscope-runs-after.txt") | awk '{printf "%s%s=%d", s, $1, $3 - $2; s = " "}')"
 	echo "native phase: 2 Prometheus x 5 paths every $INTERVAL s;$NATIVE"
 	echo "native endpoint at the start of the native phase:"
