@@ -124,7 +124,13 @@ func TestPowerIPMISources(t *testing.T) {
 			if !tc.command {
 				opts.IPMICommand = ""
 			}
-			opts.IPMITimeout = 50 * time.Millisecond
+			// Only the hanging BMC has to run into the timeout; everything
+			// else (a spawned ipmi command included) gets room to answer on
+			// a loaded CI machine.
+			opts.IPMITimeout = 5 * time.Second
+			if tc.name == "hang" {
+				opts.IPMITimeout = 50 * time.Millisecond
+			}
 			opts.IPMIOpen = fakeBMCOpen(tc.resp, tc.openErr)
 			c, logs := powerWithLogs(t, pc, opts)
 			problems := collector.NewProblems(nil)
