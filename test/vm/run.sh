@@ -21,7 +21,9 @@
 #   JOBSCOPE_VM_SHELL=1     a root shell on the VM's second serial port,
 #                           the unix socket $JOBSCOPE_VM_DIR/NAME/ttyS1.sock
 #   JOBSCOPE_VM_ENTRY       guest script instead of e2e.sh (shell.sh: Slurm
-#                           and the units up, then idle until /tmp/done exists)
+#                           and the units up, then idle until /tmp/done exists;
+#                           rpcload.sh: slurmctld's RPC load, RPC_POLLS and
+#                           RPC_INTERVAL passed into the guest)
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -109,6 +111,8 @@ payload() {
 	cp -r "$ROOT/test/vm" "$ROOT/test/lib" "$dir/src/test/"
 	rm -rf "$dir/src/test/vm/boot"
 	printf 'VM=%s\nDBD=%s\nSUITE=%s\n' "$name" "$(vm_dbd "$name")" "$(vm_suite "$name")" >"$dir/src/test/vm/vm.env"
+	# guest/rpcload.sh's window (RPC_POLLS intervals of RPC_INTERVAL s).
+	env | grep -E '^RPC_(POLLS|INTERVAL)=[0-9]+$' >>"$dir/src/test/vm/vm.env"
 	{
 		echo '#!/bin/sh'
 		# JOBSCOPE_VM_SHELL=1: a root shell on the VM's second serial port
