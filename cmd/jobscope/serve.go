@@ -30,7 +30,7 @@ func newMux(exp *collector.Exporter, o *options, logger *slog.Logger) *http.Serv
 	// than multiplying the node's load; one that waits past its deadline
 	// gets 503.
 	slots := make(chan struct{}, max(1, o.maxRequests))
-	idle := newIdleRelease(releaseQuiet)
+	idle := newIdleRelease(releaseQuiet, collector.Mode(o.mode) == collector.ModeNode)
 	mux := http.NewServeMux()
 	mux.Handle(o.metricsPath, withGzip(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		idle.begin()
