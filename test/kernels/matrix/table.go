@@ -50,6 +50,11 @@ func check(b boot, r *report.Result, err error) []string {
 		if r.Direct == nil || r.Direct.LiveErr != "" || r.Direct.NetErr != "" || ebpf != 1 {
 			p = append(p, fmt.Sprintf("want every program attached and live: load %q, direct %+v, ebpf success %v", r.LoadErr, r.Direct, ebpf))
 		}
+		for _, want := range []string{"per-core eBPF", "IO eBPF", "network eBPF"} {
+			if !strings.Contains(families(r), want) {
+				p = append(p, fmt.Sprintf("want the job's %s series in the scrape: %s", want, families(r)))
+			}
+		}
 	case wantNone:
 		if r.Direct != nil || ebpf != 0 {
 			p = append(p, fmt.Sprintf("want eBPF off on this kernel, it loaded (ebpf success %v)", ebpf))

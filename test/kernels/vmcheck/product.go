@@ -50,7 +50,10 @@ func product(r *report.Result, bin, v2 string) {
 	addr := ln.Addr().String()
 	ln.Close()
 	cmd := exec.Command(bin, "--web.listen-address="+addr, "--slurm.job-props-dir="+props,
-		"--slurm.scontrol-fallback=false", "--bpf.pin-path="+pin)
+		"--slurm.scontrol-fallback=false", "--bpf.pin-path="+pin,
+		// Full: syscall IO per job is a full-level family, and the matrix
+		// proves every series the programs feed on every kernel.
+		"--metrics.level=full")
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		fail("start: %v", err)
