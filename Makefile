@@ -116,17 +116,18 @@ vm-e2e: build
 # processes (internal/benchnode): each shape's I/O floor, then the default
 # node collectors (ebpf and gpu off) and the cgroup collector alone, for this
 # tree's binary and for $(BENCH_BASE)'s, built from git in the same run.
-# BENCH_SHAPES picks shapes (bin/benchnode -h lists them). Root: the floor
-# reads the processes' /proc/<pid>/io.
+# BENCH_SHAPES picks shapes (bin/benchnode -h lists them); BENCH_FLAGS adds
+# benchnode flags (-gogc=50: the default configuration again under GOGC=50).
+# Root: the floor reads the processes' /proc/<pid>/io.
 BENCH_BASE   ?= main
-BENCH_SHAPES ?= v2-128,v2-512,v1-128,v1-512,v2-256x1,v1-256x1,v2-4x64
+BENCH_SHAPES ?= v2-128,v2-512,v1-128,v1-512,v2-256x1,v1-256x1,v2-4x64,v1-4x64
 bench: build
 	$(GO) test -run '^$$' -bench 'Scrape' -benchmem -count 5 ./collector/cgroup/ ./collector/process/ | tee bench.out
 	rm -rf build/bench-base && mkdir -p build/bench-base
 	git archive $(BENCH_BASE) | tar -x -C build/bench-base
 	cd build/bench-base && $(GO) build -trimpath -o ../../bin/jobscope-base ./cmd/jobscope
 	$(GO) build -o bin/benchnode ./internal/benchnode
-	bin/benchnode -bin $(BIN) -base bin/jobscope-base -shapes $(BENCH_SHAPES) | tee -a bench.out
+	bin/benchnode -bin $(BIN) -base bin/jobscope-base -shapes $(BENCH_SHAPES) $(BENCH_FLAGS) | tee -a bench.out
 
 # Controller mode at scale (docs/controller.md): a simulated 2,000-node
 # cluster of 10,000 and 50,000 jobs from real 22.05 records, parsed and

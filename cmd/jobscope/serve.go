@@ -30,8 +30,11 @@ func newMux(exp *collector.Exporter, o *options, logger *slog.Logger) *http.Serv
 	// than multiplying the node's load; one that waits past its deadline
 	// gets 503.
 	slots := make(chan struct{}, max(1, o.maxRequests))
+	idle := newIdleRelease(releaseQuiet, collector.Mode(o.mode) == collector.ModeNode)
 	mux := http.NewServeMux()
 	mux.Handle(o.metricsPath, withGzip(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		idle.begin()
+		defer idle.end() // after the answer is written: its buffers are garbage too
 		ctx, cancel := context.WithTimeout(r.Context(), scrapeTimeout(r, o.scrapeTimeout))
 		defer cancel()
 		select {

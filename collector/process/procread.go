@@ -68,7 +68,11 @@ func parseStat(b []byte) (rawStat, error) {
 	if i < 0 || i+2 > len(b) {
 		return st, errors.New("stat: no command name")
 	}
-	f := bytes.Fields(b[i+2:])
+	// Only the first 20 fields are read: a fixed array keeps this, run for
+	// every process of every job each scrape, free of the slice of all
+	// 50-odd fields bytes.Fields would allocate.
+	var fa [20][]byte
+	f := fa[:firstFields(b[i+2:], fa[:])]
 	if len(f) < 20 {
 		return st, fmt.Errorf("stat: %d fields after the command name, want 20", len(f))
 	}
@@ -95,6 +99,28 @@ func parseStat(b []byte) (rawStat, error) {
 	st.ppid, st.numThreads = ppid, threads
 	return st, nil
 }
+
+// firstFields splits b at ASCII white space into out, up to len(out)
+// fields, and returns how many it found.
+func firstFields(b []byte, out [][]byte) int {
+	n := 0
+	for n < len(out) {
+		start := bytes.IndexFunc(b, func(r rune) bool { return !isSpace(r) })
+		if start < 0 {
+			break
+		}
+		b = b[start:]
+		end := bytes.IndexFunc(b, isSpace)
+		if end < 0 {
+			end = len(b)
+		}
+		out[n], b = b[:end], b[end:]
+		n++
+	}
+	return n
+}
+
+func isSpace(r rune) bool { return r == ' ' || r == '\n' || r == '\t' }
 
 // ioKeys are the /proc/<pid>/io lines kept, in procNIO order.
 var ioKeys = [procNIO]string{procIORChar: "rchar", procIOWChar: "wchar", procIOReadBytes: "read_bytes", procIOWriteBytes: "write_bytes"}

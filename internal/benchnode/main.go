@@ -24,14 +24,16 @@ type config struct {
 	name   string
 	bin    string
 	flags  []string
-	cgroup bool // cgroup collector alone: compared with the cgroupfs floor
+	cgroup bool     // cgroup collector alone: compared with the cgroupfs floor
+	env    []string // added to the binary's environment
 }
 
 func main() {
 	bin := flag.String("bin", "bin/jobscope", "jobscope binary")
 	base := flag.String("base", "", "a second binary to compare (main's), measured in the same run")
-	names := flag.String("shapes", "v2-128,v2-512,v1-128,v1-512,v2-256x1,v1-256x1,v2-4x64", "shapes: "+shapeNames())
+	names := flag.String("shapes", "v2-128,v2-512,v1-128,v1-512,v2-256x1,v1-256x1,v2-4x64,v1-4x64", "shapes: "+shapeNames())
 	scrapes := flag.Int("scrapes", 30, "scrapes per configuration")
+	gogc := flag.String("gogc", "", "comma-separated GOGC values: the default configuration again under each (GC tuning's memory against its CPU)")
 	idle := flag.Int("idle-threads", 0, "internal: be an idle job process with this many threads")
 	flag.Parse()
 	if *idle > 0 {
@@ -44,9 +46,14 @@ func main() {
 	cgroupOnly := []string{"--collector.process=false", "--collector.power=false"}
 	var configs []config
 	if *base != "" {
-		configs = append(configs, config{"main: default", *base, nil, false}, config{"main: cgroup alone", *base, cgroupOnly, true})
+		configs = append(configs, config{name: "main: default", bin: *base}, config{name: "main: cgroup alone", bin: *base, flags: cgroupOnly, cgroup: true})
 	}
-	configs = append(configs, config{"default", *bin, nil, false}, config{"cgroup alone", *bin, cgroupOnly, true})
+	configs = append(configs, config{name: "default", bin: *bin}, config{name: "cgroup alone", bin: *bin, flags: cgroupOnly, cgroup: true})
+	for _, g := range strings.Split(*gogc, ",") {
+		if g != "" {
+			configs = append(configs, config{name: "default, GOGC=" + g, bin: *bin, env: []string{"GOGC=" + g}})
+		}
+	}
 	for _, name := range strings.Split(*names, ",") {
 		sh, ok := shapes[name]
 		if !ok {
@@ -76,8 +83,8 @@ func run(sh shape, self string, configs []config, scrapes int) error {
 	}
 	fmt.Printf("\n### %s: %d processes\n\nfloor: %d files (%d cgroupfs) %.2f ms, CPU %.2f ms; cgroupfs alone %.2f ms, CPU %.2f ms\n\n",
 		sh.name, len(n.procs), len(n.floor), len(cg), ms(fw), ms(fcpu), ms(cw), ms(ccpu))
-	fmt.Println("| configuration | median ms | × floor | CPU ms/scrape | × floor CPU | RSS MiB (anon) | bytes gzip / identity | samples/job |")
-	fmt.Println("|---|---|---|---|---|---|---|---|")
+	fmt.Println("| configuration | median ms | × floor | CPU ms/scrape | × floor CPU | RSS MiB (anon) idle | peak anon MiB | idle CPU ms | CPU ms, scrape after idle | bytes gzip / identity | samples/job |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, c := range configs {
 		r, err := measure(c, n, sh, scrapes)
 		if err != nil {
@@ -87,8 +94,8 @@ func run(sh shape, self string, configs []config, scrapes int) error {
 		if c.cgroup {
 			w, cpu = cw, ccpu
 		}
-		fmt.Printf("| %s | %.1f | %.2f | %.1f | %.2f | %.1f (%.1f) | %d / %d | %.1f |\n", c.name, ms(r.median), ratio(r.median, w),
-			ms(r.cpu), ratio(r.cpu, cpu), r.rss, r.anon, r.gzip, r.identity, r.perJob)
+		fmt.Printf("| %s | %.1f | %.2f | %.1f | %.2f | %.1f (%.1f) | %.1f | %.1f | %.1f | %d / %d | %.1f |\n", c.name, ms(r.median), ratio(r.median, w),
+			ms(r.cpu), ratio(r.cpu, cpu), r.rss, r.anon, r.peakAnon, ms(r.release), ms(r.cold), r.gzip, r.identity, r.perJob)
 	}
 	return nil
 }
