@@ -31,10 +31,10 @@ var (
 // job's directory listing and cgroup.procs files (discovery), its cgroup
 // files, and per process /proc/<pid>/stat, /proc/<pid>/io and the fd
 // directory. A trailing "/" lists a directory.
-func floorFiles(cgroup string, v1 bool, i int, pids []int) []string {
-	job := jobDir(cgroup, v1, i)
+func floorFiles(cgroup string, sh shape, i int, pids []int) []string {
+	job := jobDir(cgroup, sh, i)
 	out := []string{job + "/"}
-	if v1 {
+	if sh.v1 {
 		for _, d := range append([]string{""}, "step_batch", "step_batch/task_0", "step_extern", "step_extern/task_0", "step_0", "step_0/task_0") {
 			out = append(out, filepath.Join(job, d, "cgroup.procs"), filepath.Join(job, d, "memory.oom_control"))
 		}
@@ -44,7 +44,7 @@ func floorFiles(cgroup string, v1 bool, i int, pids []int) []string {
 		}
 		sort.Strings(ctrls)
 		for _, c := range ctrls {
-			dir := filepath.Join(cgroup, c, "slurm", "uid_1000", filepath.Base(job))
+			dir := filepath.Join(cgroup, c, v1Top(sh), "uid_1000", filepath.Base(job))
 			for _, f := range v1Files[c] {
 				out = append(out, filepath.Join(dir, f))
 			}

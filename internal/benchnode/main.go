@@ -26,6 +26,7 @@ type config struct {
 	flags  []string
 	cgroup bool     // cgroup collector alone: compared with the cgroupfs floor
 	env    []string // added to the binary's environment
+	ebpf   bool     // eBPF on: pins under a bpffs directory of its own
 }
 
 func main() {
@@ -66,6 +67,9 @@ func main() {
 }
 
 func run(sh shape, self string, configs []config, scrapes int) error {
+	if sh.real {
+		configs = realConfigs(configs)
+	}
 	n, err := build(sh, self)
 	defer n.close()
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -44,6 +45,11 @@ func measure(c config, n *node, sh shape, scrapes int) (result, error) {
 		// eBPF would count this machine's scheduler, not the generated
 		// jobs (make bench-bpf measures it); no GPU here.
 		"--collector.ebpf=false", "--collector.gpu=false"}, c.flags...)
+	if c.ebpf {
+		pin := fmt.Sprintf("/sys/fs/bpf/jobscope-bench-%d", os.Getpid())
+		defer os.RemoveAll(pin)
+		args = append(args, "--bpf.pin-path="+pin)
+	}
 	cmd := exec.Command(c.bin, args...)
 	cmd.Stderr = os.Stderr
 	cmd.Env = append(os.Environ(), c.env...)

@@ -20,20 +20,24 @@ type shape struct {
 	cores   fixturegen.Shape
 	user    int  // user processes per job (besides 3 slurmstepd)
 	threads bool // user processes run several threads
+	real    bool // kernel cgroups in this host's v1 hierarchies, eBPF on (real.go)
 }
 
 var shapes = map[string]shape{
-	"v2-128":    {name: "v2, 128 jobs", jobs: 128, cores: fixturegen.DefaultShape, user: 3},
-	"v2-512":    {name: "v2, 512 jobs", jobs: 512, cores: fixturegen.DefaultShape, user: 3},
-	"v1-128":    {name: "v1, 128 jobs", v1: true, jobs: 128, cores: fixturegen.DefaultShape, user: 3},
-	"v1-512":    {name: "v1, 512 jobs", v1: true, jobs: 512, cores: fixturegen.DefaultShape, user: 3},
-	"v2-256x1":  {name: "v2, 256 one-core jobs (256 cores)", jobs: 256, cores: oneCore, user: 3},
-	"v1-256x1":  {name: "v1, 256 one-core jobs (256 cores)", v1: true, jobs: 256, cores: oneCore, user: 3},
-	"v2-4x64":   {name: "v2, 4 jobs x 64 cores x 64 processes", jobs: 4, cores: wide, user: 64, threads: true},
-	"v1-4x64":   {name: "v1, 4 jobs x 64 cores x 64 processes", v1: true, jobs: 4, cores: wide, user: 64, threads: true},
-	"v2-16":     {name: "v2, 16 jobs (smoke)", jobs: 16, cores: fixturegen.DefaultShape, user: 3},
-	"v1-16":     {name: "v1, 16 jobs (smoke)", v1: true, jobs: 16, cores: fixturegen.DefaultShape, user: 3},
-	"v2-128-np": {name: "v2, 128 jobs, no processes", jobs: 128, cores: fixturegen.DefaultShape},
+	"v2-128":      {name: "v2, 128 jobs", jobs: 128, cores: fixturegen.DefaultShape, user: 3},
+	"v2-512":      {name: "v2, 512 jobs", jobs: 512, cores: fixturegen.DefaultShape, user: 3},
+	"v1-128":      {name: "v1, 128 jobs", v1: true, jobs: 128, cores: fixturegen.DefaultShape, user: 3},
+	"v1-512":      {name: "v1, 512 jobs", v1: true, jobs: 512, cores: fixturegen.DefaultShape, user: 3},
+	"v2-256x1":    {name: "v2, 256 one-core jobs (256 cores)", jobs: 256, cores: oneCore, user: 3},
+	"v1-256x1":    {name: "v1, 256 one-core jobs (256 cores)", v1: true, jobs: 256, cores: oneCore, user: 3},
+	"v2-4x64":     {name: "v2, 4 jobs x 64 cores x 64 processes", jobs: 4, cores: wide, user: 64, threads: true},
+	"v1-4x64":     {name: "v1, 4 jobs x 64 cores x 64 processes", v1: true, jobs: 4, cores: wide, user: 64, threads: true},
+	"v2-16":       {name: "v2, 16 jobs (smoke)", jobs: 16, cores: fixturegen.DefaultShape, user: 3},
+	"v1-16":       {name: "v1, 16 jobs (smoke)", v1: true, jobs: 16, cores: fixturegen.DefaultShape, user: 3},
+	"v2-128-np":   {name: "v2, 128 jobs, no processes", jobs: 128, cores: fixturegen.DefaultShape},
+	"v1-real-128": {name: "v1, 128 jobs as kernel cgroups of this host, eBPF on", v1: true, real: true, jobs: 128, user: 3},
+	"v1-real-16":  {name: "v1, 16 jobs as kernel cgroups of this host, eBPF on (smoke)", v1: true, real: true, jobs: 16, user: 3},
+	"v1-real-512": {name: "v1, 512 jobs as kernel cgroups of this host, eBPF on", v1: true, real: true, jobs: 512, user: 3},
 }
 
 var (
@@ -46,6 +50,8 @@ type node struct {
 	root, cgroup string
 	procs        []*exec.Cmd
 	floor        []string // files one default scrape reads, in order; a trailing "/" lists a directory
+	real         bool
+	dirs         []string // a real shape's cgroups, parents first
 }
 
 // build generates the tree and starts the processes: per job, the user
@@ -57,6 +63,15 @@ func build(sh shape, bin string) (*node, error) {
 		return nil, err
 	}
 	n := &node{root: root, cgroup: filepath.Join(root, "cgroup")}
+	stepd := filepath.Join(root, "slurmstepd") // /bin/sleep under slurmstepd's name
+	if b, err := os.ReadFile("/bin/sleep"); err != nil {
+		return n, err
+	} else if err := os.WriteFile(stepd, b, 0o755); err != nil {
+		return n, err
+	}
+	if sh.real {
+		return buildReal(sh, root)
+	}
 	if sh.v1 {
 		err = fixturegen.V1Node(n.cgroup, sh.jobs, sh.cores)
 	} else if err = fixturegen.V2Node(n.cgroup, sh.jobs); err == nil {
@@ -65,14 +80,8 @@ func build(sh shape, bin string) (*node, error) {
 	if err != nil {
 		return n, err
 	}
-	stepd := filepath.Join(root, "slurmstepd") // /bin/sleep under slurmstepd's name
-	if b, err := os.ReadFile("/bin/sleep"); err != nil {
-		return n, err
-	} else if err := os.WriteFile(stepd, b, 0o755); err != nil {
-		return n, err
-	}
 	for i := range sh.jobs {
-		job := jobDir(n.cgroup, sh.v1, i)
+		job := jobDir(n.cgroup, sh, i)
 		if !sh.v1 {
 			blankProcs(job) // the generator's cgroup.procs hold a placeholder
 		}
@@ -106,7 +115,7 @@ func build(sh shape, bin string) (*node, error) {
 				return n, err
 			}
 		}
-		n.floor = append(n.floor, floorFiles(n.cgroup, sh.v1, i, append(user, steps...))...)
+		n.floor = append(n.floor, floorFiles(n.cgroup, sh, i, append(user, steps...))...)
 	}
 	return n, nil
 }
@@ -124,14 +133,24 @@ func (n *node) close() {
 		_ = c.Process.Kill()
 		_, _ = c.Process.Wait()
 	}
+	if n.real {
+		removeReal(n.dirs)
+	}
 	_ = os.RemoveAll(n.root)
 }
 
-func jobDir(cgroup string, v1 bool, i int) string {
-	if v1 {
-		return filepath.Join(cgroup, "memory", "slurm", "uid_1000", fmt.Sprintf("job_%d", 1000+i))
+func jobDir(cgroup string, sh shape, i int) string {
+	if sh.v1 {
+		return filepath.Join(cgroup, "memory", v1Top(sh), "uid_1000", fmt.Sprintf("job_%d", 1000+i))
 	}
 	return filepath.Join(cgroup, "system.slice", "slurmstepd.scope", fmt.Sprintf("job_%d", 1000+i))
+}
+
+func v1Top(sh shape) string {
+	if sh.real {
+		return realTop
+	}
+	return "slurm"
 }
 
 func blankProcs(job string) {
