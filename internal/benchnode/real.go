@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -25,9 +24,9 @@ var (
 const realTop = "slurm_benchnode"
 
 // buildReal creates, in each controller, <top>/uid_1000/job_<n> with its
-// steps and task_0, starts the processes and moves each into every
+// steps and task_0, starts the processes (startJob) and moves each into every
 // controller (cgroup v1 takes one pid per write).
-func buildReal(sh shape, root string) (*node, error) {
+func buildReal(sh shape, root, bin, stepd string) (*node, error) {
 	n := &node{root: root, cgroup: "/sys/fs/cgroup", real: true}
 	for _, c := range realControllers {
 		top := filepath.Join(n.cgroup, c, realTop)
@@ -40,20 +39,9 @@ func buildReal(sh shape, root string) (*node, error) {
 		}
 	}
 	for i := range sh.jobs {
-		var user, steps []int
-		for range sh.user {
-			c := exec.Command("/bin/sleep", "1000000")
-			if err := start(n, c); err != nil {
-				return n, err
-			}
-			user = append(user, c.Process.Pid)
-		}
-		for range realSteps {
-			c := exec.Command(filepath.Join(root, "slurmstepd"), "1000000")
-			if err := start(n, c); err != nil {
-				return n, err
-			}
-			steps = append(steps, c.Process.Pid)
+		user, steps, err := startJob(n, sh, bin, stepd)
+		if err != nil {
+			return n, err
 		}
 		for _, c := range realControllers {
 			job := filepath.Join(n.cgroup, c, realTop, "uid_1000", fmt.Sprintf("job_%d", 1000+i))

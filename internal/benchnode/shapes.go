@@ -70,7 +70,7 @@ func build(sh shape, bin string) (*node, error) {
 		return n, err
 	}
 	if sh.real {
-		return buildReal(sh, root)
+		return buildReal(sh, root, bin, stepd)
 	}
 	if sh.v1 {
 		err = fixturegen.V1Node(n.cgroup, sh.jobs, sh.cores)
@@ -85,23 +85,9 @@ func build(sh shape, bin string) (*node, error) {
 		if !sh.v1 {
 			blankProcs(job) // the generator's cgroup.procs hold a placeholder
 		}
-		var user, steps []int
-		for range sh.user {
-			c := exec.Command("/bin/sleep", "1000000")
-			if sh.threads {
-				c = exec.Command(bin, "-idle-threads=4")
-			}
-			if err := start(n, c); err != nil {
-				return n, err
-			}
-			user = append(user, c.Process.Pid)
-		}
-		for range 3 {
-			c := exec.Command(stepd, "1000000")
-			if err := start(n, c); err != nil {
-				return n, err
-			}
-			steps = append(steps, c.Process.Pid)
+		user, steps, err := startJob(n, sh, bin, stepd)
+		if err != nil {
+			return n, err
 		}
 		taskDir, stepDirs := filepath.Join(job, "step_0", "user", "task_0"), []string{"step_batch/slurm", "step_extern/slurm", "step_0/slurm"}
 		if sh.v1 {
@@ -118,6 +104,29 @@ func build(sh shape, bin string) (*node, error) {
 		n.floor = append(n.floor, floorFiles(n.cgroup, sh, i, append(user, steps...))...)
 	}
 	return n, nil
+}
+
+// startJob starts one job's processes: sh.user user processes (idle
+// threads where the shape asks) and one slurmstepd per step.
+func startJob(n *node, sh shape, bin, stepd string) (user, steps []int, err error) {
+	for range sh.user {
+		c := exec.Command("/bin/sleep", "1000000")
+		if sh.threads {
+			c = exec.Command(bin, "-idle-threads=4")
+		}
+		if err := start(n, c); err != nil {
+			return nil, nil, err
+		}
+		user = append(user, c.Process.Pid)
+	}
+	for range 3 {
+		c := exec.Command(stepd, "1000000")
+		if err := start(n, c); err != nil {
+			return nil, nil, err
+		}
+		steps = append(steps, c.Process.Pid)
+	}
+	return user, steps, nil
 }
 
 func start(n *node, c *exec.Cmd) error {
