@@ -89,6 +89,8 @@ func Main(args []string, stdout, stderr io.Writer, isTTY bool) int {
 }
 
 func mainWith(ctx context.Context, args []string, stdout, stderr io.Writer, isTTY bool, base Options) int {
+	// Errors quote job names, Slurm's answers and servers' replies.
+	stderr = lineSafeWriter{stderr}
 	fs, f := newFlagSet(stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
