@@ -89,6 +89,8 @@ func Main(args []string, stdout, stderr io.Writer, isTTY bool) int {
 }
 
 func mainWith(ctx context.Context, args []string, stdout, stderr io.Writer, isTTY bool, base Options) int {
+	// Errors quote job names, Slurm's answers and servers' replies.
+	stderr = lineSafeWriter{stderr}
 	fs, f := newFlagSet(stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -123,8 +125,9 @@ func mainWith(ctx context.Context, args []string, stdout, stderr io.Writer, isTT
 	case usage && fs.NArg() > 0:
 		return usageErr("give job ids or --user/--account/--partition, not both")
 	case !usage && fs.NArg() == 0:
-		fs.Usage()
-		return ExitUsage
+		// One line that says what is missing; the flags are one --help away.
+		return usageErr("no job id: give one (jobscope report 4242) or a usage filter (jobscope report --user alice " +
+			"--since 30d); --help lists the flags")
 	case !usage && f.format == "csv":
 		return usageErr("--format=csv is for usage summaries (--user/--account/--partition)")
 	case usage && f.format == "html":

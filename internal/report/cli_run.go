@@ -159,7 +159,7 @@ func writeJSON(w io.Writer, v any) error {
 	if err != nil {
 		return err
 	}
-	b = pointPair.ReplaceAll(b, []byte("[$1, $2]"))
+	b = jsonSafe(pointPair.ReplaceAll(b, []byte("[$1, $2]")))
 	_, err = w.Write(append(b, '\n'))
 	return err
 }

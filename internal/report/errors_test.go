@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -95,7 +96,7 @@ func TestBadFlagsAndConfig(t *testing.T) {
 		args []string
 		want string
 	}{
-		"no job":           {nil, "Usage: jobscope report"},
+		"no job":           {nil, "no job id: give one (jobscope report 4242)"},
 		"jobs and user":    {[]string{"--user=alice", "4242"}, "not both"},
 		"csv for a job":    {[]string{"--format=csv", "4242"}, "usage summaries"},
 		"unknown format":   {[]string{"--format=xml", "4242"}, "want text, json, html or csv"},
@@ -209,5 +210,45 @@ func TestEndedFlag(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %s", want)
 		}
+	}
+}
+
+// TestNoJobIsOneLine: a forgotten job id gets one line that says so, not
+// the whole usage.
+func TestNoJobIsOneLine(t *testing.T) {
+	_, stderr, code := runCLI(t, scenarioOptions(t, nil))
+	if code != ExitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "no job id") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestNotPrometheus: a URL that is not Prometheus's (the exporter's own,
+// which answers 404 off its paths, or a page of metrics or HTML) is named
+// as such, in one line.
+func TestNotPrometheus(t *testing.T) {
+	for name, c := range map[string]struct {
+		h    http.HandlerFunc
+		want string
+	}{
+		"404 like the exporter": {http.NotFound, "(it answered 404 to /api/v1/"},
+		"metrics text": {func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+			io.WriteString(w, "# HELP up x\n# TYPE up gauge\nup 1\n")
+		}, "is not Prometheus API JSON"},
+		"HTML page": {func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, "<!doctype html><title>jobscope</title><a href=/metrics>Metrics</a>")
+		}, "is not Prometheus API JSON"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(c.h)
+			defer srv.Close()
+			_, stderr, code := runCLI(t, scenarioOptions(t, nil), "--prometheus.url="+srv.URL, "4242")
+			want := srv.URL + " is not a Prometheus server "
+			if code != ExitFailed || !strings.Contains(stderr, want) || !strings.Contains(stderr, c.want) ||
+				!strings.Contains(stderr, "point --prometheus.url at Prometheus, not at the exporter") ||
+				strings.Count(stderr, "\n") != 1 {
+				t.Errorf("exit %d, stderr %q", code, stderr)
+			}
+		})
 	}
 }

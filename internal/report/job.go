@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"os/user"
 	"strings"
 	"time"
@@ -31,7 +32,7 @@ type Options struct {
 	// Slurm runs sacct; nil builds one from the configuration.
 	Slurm *slurmcli.Runner
 	// CurrentUser owns the jobs whose private details (executable paths)
-	// the report may show; empty asks the OS.
+	// the report may show; empty asks the kernel (callerName).
 	CurrentUser string
 }
 
@@ -63,9 +64,7 @@ func newRunner(o Options) (*runner, error) {
 		r.loc = time.Local
 	}
 	if r.me == "" {
-		if u, err := user.Current(); err == nil {
-			r.me = u.Username
-		}
+		r.me = callerName(os.Getuid(), user.LookupId)
 	}
 	if o.Config.Sacct != "never" {
 		r.slurm = o.Slurm

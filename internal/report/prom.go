@@ -59,13 +59,25 @@ func newProm(c PromConfig, rt http.RoundTripper) (*prom, error) {
 	return &prom{api: v1.NewAPI(cl), url: c.URL, timeout: time.Duration(c.Timeout)}, nil
 }
 
-func (p *prom) wrap(err error, what string) error {
+// wrap names the failure of a request to endpoint (the API path) for what.
+func (p *prom) wrap(err error, endpoint, what string) error {
 	if err == nil {
 		return nil
 	}
 	var ne net.Error
 	var ae *v1.Error
+	notProm := func(why string) error {
+		return promErrorf(err, "%s is not a Prometheus server (%s); point --prometheus.url at Prometheus, not at the exporter",
+			p.url, why)
+	}
 	switch {
+	// The usual mistake is the exporter's own address (…:10817): it has no
+	// API and answers 404, or its landing page.
+	case errors.As(err, &ae) && ae.Type == v1.ErrClient && (strings.HasSuffix(ae.Msg, " 404") || strings.HasSuffix(ae.Msg, " 405")):
+		return notProm("it answered " + ae.Msg[len(ae.Msg)-3:] + " to " + endpoint)
+	case errors.As(err, &ae) && ae.Type == v1.ErrBadResponse && !strings.HasPrefix(ae.Msg, "bad response code") &&
+		!strings.HasPrefix(ae.Msg, "inconsistent body"):
+		return notProm("its answer to " + endpoint + " is not Prometheus API JSON")
 	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
 		return promErrorf(err, "Prometheus at %s did not answer within %s (%s); raise --prometheus.timeout if it is just slow",
 			p.url, p.timeout, what)
@@ -109,7 +121,7 @@ func (p *prom) query(ctx context.Context, q string, at time.Time) (model.Value, 
 	ctx, cancel := p.ctx(ctx)
 	defer cancel()
 	v, _, _, err := p.api.Query(ctx, q, at, v1.WithTimeout(p.timeout))
-	return v, p.wrap(err, "query "+q)
+	return v, p.wrap(err, "/api/v1/query", "query "+q)
 }
 
 func (p *prom) rangeQuery(ctx context.Context, q string, r v1.Range) (model.Matrix, error) {
@@ -117,7 +129,7 @@ func (p *prom) rangeQuery(ctx context.Context, q string, r v1.Range) (model.Matr
 	defer cancel()
 	v, _, _, err := p.api.QueryRange(ctx, q, r, v1.WithTimeout(p.timeout))
 	if err != nil {
-		return nil, p.wrap(err, "range query "+q)
+		return nil, p.wrap(err, "/api/v1/query_range", "range query "+q)
 	}
 	m, ok := v.(model.Matrix)
 	if !ok {
@@ -130,7 +142,7 @@ func (p *prom) series(ctx context.Context, match string, start, end time.Time) (
 	ctx, cancel := p.ctx(ctx)
 	defer cancel()
 	s, _, _, err := p.api.Series(ctx, []string{match}, start, end)
-	return s, p.wrap(err, "series "+match)
+	return s, p.wrap(err, "/api/v1/series", "series "+match)
 }
 
 // ruleInterval returns the evaluation interval of a rule group, 0 when
@@ -140,7 +152,7 @@ func (p *prom) ruleInterval(ctx context.Context, group string) (time.Duration, e
 	defer cancel()
 	res, err := p.api.Rules(ctx, nil)
 	if err != nil {
-		return 0, p.wrap(err, "rules")
+		return 0, p.wrap(err, "/api/v1/rules", "rules")
 	}
 	for _, g := range res.Groups {
 		if g.Name == group && g.Interval > 0 {

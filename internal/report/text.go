@@ -13,34 +13,43 @@ const Width = 100
 // labelWidth is the column the figures start at.
 const labelWidth = 10
 
-// style adds ANSI colour on a terminal and nothing elsewhere.
-type style struct{ on bool }
+// span is a piece of a line with its ANSI colour code ("" for none).
+type span struct{ code, text string }
 
-func (s style) wrap(code, text string) string {
-	if !s.on {
-		return text
-	}
-	return "\x1b[" + code + "m" + text + "\x1b[0m"
-}
-func (s style) bold(t string) string { return s.wrap("1", t) }
+func plain(t string) span { return span{"", t} }
+func bold(t string) span  { return span{"1", t} }
 
-func (s style) severity(sev string) string {
+func severity(sev string) span {
 	code := map[string]string{Critical: "1;31", Warn: "1;33", Info: "1;36"}[sev]
-	return s.wrap(code, fmt.Sprintf("%-9s", strings.ToUpper(sev)))
+	return span{code, fmt.Sprintf("%-9s", strings.ToUpper(sev))}
 }
 
-// textWriter writes labelled, wrapped lines.
+// textWriter writes labelled, wrapped lines. It is the one place text
+// output leaves the report: every span goes through termSafe before the
+// colour codes (the only escapes written) are put around it.
 type textWriter struct {
-	w   io.Writer
-	st  style
-	err error
+	w     io.Writer
+	color bool
+	err   error
 }
 
-func (t *textWriter) line(s string) {
-	if t.err == nil {
-		_, t.err = io.WriteString(t.w, s+"\n")
+func (t *textWriter) out(spans ...span) {
+	if t.err != nil {
+		return
 	}
+	var b strings.Builder
+	for _, s := range spans {
+		if t.color && s.code != "" {
+			b.WriteString("\x1b[" + s.code + "m" + termSafe(s.text) + "\x1b[0m")
+		} else {
+			b.WriteString(termSafe(s.text))
+		}
+	}
+	b.WriteByte('\n')
+	_, t.err = io.WriteString(t.w, b.String())
 }
+
+func (t *textWriter) line(s string) { t.out(plain(s)) }
 
 // field writes "Label     text", wrapping text under the figures' column.
 func (t *textWriter) field(label string, parts ...string) {
@@ -54,14 +63,14 @@ func (t *textWriter) field(label string, parts ...string) {
 		if i == 0 {
 			lab = label
 		}
-		t.line(t.st.bold(fmt.Sprintf("%-*s", labelWidth, lab)) + l)
+		t.out(bold(fmt.Sprintf("%-*s", labelWidth, lab)), plain(l))
 	}
 }
 
 // WriteText renders the report for a terminal or a file: at most Width
 // columns, colour only when color is true.
 func WriteText(w io.Writer, rep *Report, loc *time.Location, color bool) error {
-	t := &textWriter{w: w, st: style{on: color}}
+	t := &textWriter{w: w, color: color}
 	j := rep.Job
 	head := "Job " + j.ID
 	if j.ArrayJobID != "" {
@@ -70,7 +79,7 @@ func WriteText(w io.Writer, rep *Report, loc *time.Location, color bool) error {
 	if j.Name != "" {
 		head += " \"" + j.Name + "\""
 	}
-	t.line(t.st.bold(clip(head, Width)))
+	t.out(bold(clip(head, Width)))
 	t.field("Owner", "user "+orDash(j.User), "account "+orDash(j.Account), "partition "+orDash(j.Partition),
 		opt("qos ", j.QOS), opt("cluster ", j.Cluster))
 	state := j.State
@@ -89,7 +98,7 @@ func WriteText(w io.Writer, rep *Report, loc *time.Location, color bool) error {
 	writeWarnings(t, rep.Warnings)
 	if len(rep.Notes) > 0 {
 		t.line("")
-		t.line(t.st.bold("Notes"))
+		t.out(bold("Notes"))
 		for _, n := range rep.Notes {
 			for i, l := range wrap(n, Width-4) {
 				t.line(map[bool]string{true: "  - ", false: "    "}[i == 0] + l)
@@ -250,8 +259,8 @@ func gpuFacts(g GPU) []fact {
 }
 
 func writeNodes(t *textWriter, nodes []Node) {
-	t.line(t.st.bold(fmt.Sprintf("%-*s", labelWidth, "Nodes")) + fmt.Sprintf("%-24s %6s %8s %10s %8s %5s %5s",
-		"node", "cores", "CPU eff", "mem peak", "of req", "OOM", "GPUs"))
+	t.out(bold(fmt.Sprintf("%-*s", labelWidth, "Nodes")), plain(fmt.Sprintf("%-24s %6s %8s %10s %8s %5s %5s",
+		"node", "cores", "CPU eff", "mem peak", "of req", "OOM", "GPUs")))
 	for _, n := range nodes {
 		t.line(strings.Repeat(" ", labelWidth) + fmt.Sprintf("%-24s %6s %8s %10s %8s %5s %5d", clip(n.Name, 24),
 			num(n.Cores), pctOr(n.CPUEfficiency), bytesOr(n.MemoryPeakBytes), pctOr(n.MemoryPeakRatio),
@@ -261,14 +270,14 @@ func writeNodes(t *textWriter, nodes []Node) {
 
 func writeWarnings(t *textWriter, ws []Warning) {
 	if len(ws) == 0 {
-		t.line(t.st.bold("Warnings") + "  none: the job used what it asked for.")
+		t.out(bold("Warnings"), plain("  none: the job used what it asked for."))
 		return
 	}
-	t.line(t.st.bold("Warnings"))
+	t.out(bold("Warnings"))
 	for _, w := range ws {
 		for i, l := range wrap(w.Message, Width-12) {
 			if i == 0 {
-				t.line("  " + t.st.severity(w.Severity) + " " + l)
+				t.out(plain("  "), severity(w.Severity), plain(" "+l))
 			} else {
 				t.line(strings.Repeat(" ", 12) + l)
 			}

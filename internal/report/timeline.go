@@ -23,9 +23,9 @@ func (r *runner) sacctRecords(ctx context.Context, id, cluster string) ([]slurmc
 	recs, err := slurmcli.SacctRecords(ctx, r.slurm, id, cluster, r.loc)
 	if err != nil {
 		if r.cfg.Sacct == "always" {
-			return nil, "", fmt.Errorf("sacct for job %s: %w", id, err)
+			return nil, "", &sacctError{msg: fmt.Sprintf("job %s: %s", id, sacctTrouble(err)), err: err}
 		}
-		return nil, fmt.Sprintf("sacct failed (%v): submit time, time limit and final state are unknown.", err), nil
+		return nil, sacctTrouble(err) + "; submit time, time limit and final state are unknown.", nil
 	}
 	return recs, "", nil
 }

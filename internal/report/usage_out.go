@@ -12,7 +12,7 @@ import (
 // WriteUsageText renders a usage summary in at most Width columns, listing
 // up to maxJobs jobs (most core-hours first).
 func WriteUsageText(w io.Writer, u *Usage, loc *time.Location, color bool, maxJobs int) error {
-	t := &textWriter{w: w, st: style{on: color}}
+	t := &textWriter{w: w, color: color}
 	var who []string
 	for _, p := range [][2]string{{"user", u.Filter.User}, {"account", u.Filter.Account},
 		{"partition", u.Filter.Partition}, {"cluster", u.Filter.Cluster}} {
@@ -23,7 +23,7 @@ func WriteUsageText(w io.Writer, u *Usage, loc *time.Location, color bool, maxJo
 	if len(who) == 0 {
 		who = []string{"all jobs"}
 	}
-	t.line(t.st.bold(clip("Usage of "+strings.Join(who, ", "), Width)))
+	t.out(bold(clip("Usage of "+strings.Join(who, ", "), Width)))
 	t.field("Period", when(u.Since, loc)+" to "+when(u.Until, loc)+" ("+fmtDuration(u.Until.Sub(u.Since).Seconds())+")")
 	tot := u.Totals
 	t.field("Jobs", num(float64(tot.Jobs)), plural(float64(tot.JobsWithWarnings), "one", "with warnings", "with warnings"))
@@ -42,16 +42,16 @@ func WriteUsageText(w io.Writer, u *Usage, loc *time.Location, color bool, maxJo
 	}
 	t.line("")
 	if len(u.Warnings) > 0 {
-		t.line(t.st.bold("Most frequent warnings"))
+		t.out(bold("Most frequent warnings"))
 		for _, wc := range u.Warnings {
 			jobs := map[bool]string{true: "job ", false: "jobs"}[wc.Jobs == 1]
-			t.line(fmt.Sprintf("  %6d %s  %s %-27s %s", wc.Jobs, jobs, t.st.severity(wc.Severity), wc.ID, clip(wc.Title, 40)))
+			t.out(plain(fmt.Sprintf("  %6d %s  ", wc.Jobs, jobs)), severity(wc.Severity), plain(fmt.Sprintf(" %-27s %s", wc.ID, clip(wc.Title, 40))))
 		}
 		t.line("")
 	}
 	if len(u.Jobs) > 0 {
 		n := min(len(u.Jobs), maxJobs)
-		t.line(t.st.bold(fmt.Sprintf("Jobs (%d of %d, most core-hours first)", n, len(u.Jobs))))
+		t.out(bold(fmt.Sprintf("Jobs (%d of %d, most core-hours first)", n, len(u.Jobs))))
 		t.line(fmt.Sprintf("  %-12s %-12s %-12s %-12s %6s %9s %8s %8s %8s", "job", "user", "account", "partition",
 			"cores", "core-h", "CPU eff", "mem", "GPU-h"))
 		for _, j := range u.Jobs[:n] {
@@ -101,10 +101,13 @@ func WriteUsageCSV(w io.Writer, u *Usage) error {
 		return f(*v)
 	}
 	for _, j := range u.Jobs {
-		if err := cw.Write([]string{j.ID, j.Key, j.Cluster, j.User, j.Account, j.Partition, f(j.Cores),
+		// Text cells come from labels a job's user may have chosen; the
+		// numbers are ours (and "-1" must stay a number).
+		c := csvSafe
+		if err := cw.Write([]string{c(j.ID), c(j.Key), c(j.Cluster), c(j.User), c(j.Account), c(j.Partition), f(j.Cores),
 			f(j.ObservedSeconds), f(j.CoreHours), p(j.CPUHoursUsed), p(j.CPUEfficiency), f(j.GPUs), f(j.GPUHours),
 			p(j.GPUUtilization), p(j.MemoryPeakRatio), p(j.MemoryRequestedBytes), p(j.OOMKills), p(j.EnergyKWh),
-			p(j.EmissionsGrams), strings.Join(j.Warnings, ";")}); err != nil {
+			p(j.EmissionsGrams), c(strings.Join(j.Warnings, ";"))}); err != nil {
 			return err
 		}
 	}
