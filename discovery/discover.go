@@ -37,13 +37,18 @@ type Config struct {
 	Logger *slog.Logger
 	// LookupUser resolves a uid to a user name; nil uses the system's.
 	LookupUser func(uid int) (string, error)
+	// LookupUID resolves a user name to its uid (to check a job
+	// environment's SLURM_JOB_USER against the processes' owner); nil uses
+	// the system's.
+	LookupUID func(name string) (int, error)
 	// RetryAfter bounds how often a job's props file and environment are
 	// read again while its metadata is incomplete.
 	RetryAfter time.Duration
 	// Now is the clock (tests set it).
 	Now func() time.Time
-	// ProcOwner gives the uid owning a /proc/<pid> directory (v2 paths carry
-	// no uid); tests fix it, since a fixture's owner is whoever checked it out.
+	// ProcOwner gives the uid a process runs as (v2 paths carry no uid):
+	// the real uid of /proc/<pid>/status, which a setuid program does not
+	// change; tests fix it, since a fixture's owner is whoever checked it out.
 	ProcOwner func(procDir string) (uid int, ok bool)
 }
 
@@ -92,7 +97,7 @@ func New(cfg Config) *Discoverer {
 		cfg.Now = time.Now
 	}
 	if cfg.ProcOwner == nil {
-		cfg.ProcOwner = statOwner
+		cfg.ProcOwner = statusUID
 	}
 	if cfg.QueueInterval <= 0 {
 		cfg.QueueInterval = 30 * time.Second
@@ -107,7 +112,7 @@ func New(cfg Config) *Discoverer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := &Discoverer{cfg: cfg, log: log, users: newUserCache(cfg.LookupUser), skips: newSkipLog(log), environ: newEnvironReader(),
+	d := &Discoverer{cfg: cfg, log: log, users: newUserCache(cfg.LookupUser, cfg.LookupUID), skips: newSkipLog(log), environ: newEnvironReader(),
 		metas: map[entryKey]*metaEntry{}, ids: map[entryKey]*idEntry{}, last: newScanStats()}
 	if cfg.Queue != nil {
 		d.queue = newQueue(cfg, log)
@@ -137,7 +142,7 @@ func (d *Discoverer) DiscoverStats(ctx context.Context, problem Problem) ([]*Job
 	if problem == nil {
 		problem = func(string, error) {}
 	}
-	s := d.newScan()
+	s := d.newScan(ctx)
 	if d.cfg.Layout.V2 != "" {
 		s.findV2()
 	}
@@ -196,8 +201,8 @@ func JobIDFromCgroupPath(p string) string {
 
 // readEnviron reads the Slurm variables of one process; nil when it cannot
 // be read (exited, or not ours to read).
-func (d *Discoverer) readEnviron(pid int) map[string]string {
-	b := d.environ.read(filepath.Join(d.cfg.ProcFS, strconv.Itoa(pid), "environ"))
+func (d *Discoverer) readEnviron(ctx context.Context, pid int) map[string]string {
+	b := d.environ.read(ctx, filepath.Join(d.cfg.ProcFS, strconv.Itoa(pid), "environ"))
 	if b == nil {
 		return nil
 	}
