@@ -311,3 +311,30 @@ func TestParseStatusUID(t *testing.T) {
 		t.Error("garbage uid accepted")
 	}
 }
+
+// cgroup v1: the uid comes from the path (uid_<uid>, root's), the id from
+// job_<id>; a forged environment changes neither, nor the user and account
+// squeue gives.
+func TestForgedEnvironV1(t *testing.T) {
+	root, proc := t.TempDir(), t.TempDir()
+	task := filepath.Join(root, "cpuacct", "slurm", "uid_1001", "job_10", "step_0", "task_0")
+	must(t, os.MkdirAll(task, 0o755))
+	must(t, os.WriteFile(filepath.Join(task, "cgroup.procs"), []byte("4010\n"), 0o644))
+	must(t, os.MkdirAll(filepath.Join(proc, "4010"), 0o755))
+	must(t, os.WriteFile(filepath.Join(proc, "4010", "environ"), []byte("SLURM_JOB_ID=10\x00"+forged), 0o644))
+	sq := &fakeSqueue{up: true, jobs: []slurmcli.NodeJob{{ID: "10", UID: 1001, User: "alice", Account: "physics", StartTime: 1795000000}}}
+	cfg := trustConfig("", proc)
+	cfg.Layout = Layout{V1: map[string]string{"cpuacct": filepath.Join(root, "cpuacct")}}
+	cfg.ProcOwner = func(string) (int, bool) { return 1002, true } // never asked: the path gives the uid
+	cfg.Queue = sq.run
+	d := New(cfg)
+	defer d.Close()
+	if m := d.Discover(t.Context(), nil)[0].Meta; m.User != "alice" || m.UID != 1001 || m.Account != "" {
+		t.Errorf("squeue not yet answered: %+v, want the path's uid's name and no account", m)
+	}
+	waitFor(t, func() bool { return d.Status().Queue.Up == 1 })
+	j := d.Discover(t.Context(), nil)[0]
+	if m := j.Meta; j.ID != "10" || m.User != "alice" || m.Account != "physics" || m.Source != SourceSqueue {
+		t.Errorf("job %s %+v, want squeue's", j.ID, m)
+	}
+}
