@@ -37,10 +37,6 @@ type Config struct {
 	Logger *slog.Logger
 	// LookupUser resolves a uid to a user name; nil uses the system's.
 	LookupUser func(uid int) (string, error)
-	// LookupUID resolves a user name to its uid (to check a job
-	// environment's SLURM_JOB_USER against the processes' owner); nil uses
-	// the system's.
-	LookupUID func(name string) (int, error)
 	// RetryAfter bounds how often a job's props file and environment are
 	// read again while its metadata is incomplete.
 	RetryAfter time.Duration
@@ -112,7 +108,7 @@ func New(cfg Config) *Discoverer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := &Discoverer{cfg: cfg, log: log, users: newUserCache(cfg.LookupUser, cfg.LookupUID), skips: newSkipLog(log), environ: newEnvironReader(),
+	d := &Discoverer{cfg: cfg, log: log, users: newUserCache(cfg.LookupUser), skips: newSkipLog(log), environ: newEnvironReader(),
 		metas: map[entryKey]*metaEntry{}, ids: map[entryKey]*idEntry{}, last: newScanStats()}
 	if cfg.Queue != nil {
 		d.queue = newQueue(cfg, log)

@@ -143,6 +143,8 @@ func (d *Discoverer) refresh(ctx context.Context, j *Job, e *metaEntry, now time
 		env := e.environ
 		env.UID = -1 // the kernel's, never the environment's
 		if e.haveProps || !d.envUserAgrees(env.User, m.UID, problem) {
+			// With no user of its own to vouch for it, the environment's
+			// account is no more than the user's say-so either.
 			env.User, env.Account = "", ""
 		}
 		gave[1] = m.mergeFrom(env) || j.idFromEnv
@@ -178,23 +180,22 @@ func (d *Discoverer) refresh(ctx context.Context, j *Job, e *metaEntry, now time
 	e.merged.Store(&m)
 }
 
-// envUserAgrees says whether the environment's user name is the name of
-// uid, the owner of the job's processes (resolved through NSS). One that is
-// not is a forged or foreign environment: its user and account are
-// dropped, logged once and counted.
+// envUserAgrees says whether the environment's user may stand: it is the
+// name (NSS) of uid, the owner of the job's processes. One that is not is a
+// forged or foreign environment: its user and account are dropped, logged
+// once and counted. Without a uid (every process of the job is root's,
+// which only root can arrange) there is nothing it could disagree with.
 func (d *Discoverer) envUserAgrees(user string, uid int, problem Problem) bool {
-	if user == "" || uid < 0 {
-		return false // nothing to check it against: not used, and no sign of forgery
+	if user == "" {
+		return false
 	}
-	got, err := d.users.uid(user)
-	if err == nil && got == uid {
+	if uid < 0 {
 		return true
 	}
-	why := fmt.Sprintf("SLURM_JOB_USER %q does not resolve to uid %d, the owner of the job's processes", user, uid)
-	if err != nil {
-		why += ": " + err.Error()
+	if name, err := d.users.name(uid); err == nil && name == user {
+		return true
 	}
-	problem("environ_user_mismatch", errors.New(why))
+	problem("environ_user_mismatch", fmt.Errorf("SLURM_JOB_USER %q in a job process's environment is not the name of uid %d, which runs the job's processes", user, uid))
 	return false
 }
 

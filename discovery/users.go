@@ -6,31 +6,14 @@ import (
 	"sync"
 )
 
-// userCache resolves uids to names and names to uids once each; lookups
-// can hit NSS/LDAP.
+// userCache resolves uids to names once; lookups can hit NSS/LDAP.
 type userCache struct {
-	lookup    func(uid int) (string, error)
-	lookupUID func(name string) (int, error)
-	mu        sync.Mutex
-	names     map[int]string
-	uids      map[string]uidAnswer
+	lookup func(uid int) (string, error)
+	mu     sync.Mutex
+	names  map[int]string
 }
 
-type uidAnswer struct {
-	uid int
-	err error
-}
-
-func newUserCache(lookup func(int) (string, error), lookupUID func(string) (int, error)) *userCache {
-	if lookupUID == nil {
-		lookupUID = func(name string) (int, error) {
-			u, err := user.Lookup(name)
-			if err != nil {
-				return -1, err
-			}
-			return strconv.Atoi(u.Uid)
-		}
-	}
+func newUserCache(lookup func(int) (string, error)) *userCache {
 	if lookup == nil {
 		lookup = func(uid int) (string, error) {
 			u, err := user.LookupId(strconv.Itoa(uid))
@@ -40,30 +23,8 @@ func newUserCache(lookup func(int) (string, error), lookupUID func(string) (int,
 			return u.Username, nil
 		}
 	}
-	return &userCache{lookup: lookup, lookupUID: lookupUID, names: map[int]string{}, uids: map[string]uidAnswer{}}
+	return &userCache{lookup: lookup, names: map[int]string{}}
 }
-
-// uid resolves a user name (from a job's environment) to its uid. Answers
-// are cached, failures too: a forged name costs one NSS lookup. The cache
-// holds names of at most maxValue bytes (parseVars drops longer values),
-// one per distinct name a job's environment gave on this node.
-func (c *userCache) uid(name string) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if a, ok := c.uids[name]; ok {
-		return a.uid, a.err
-	}
-	uid, err := c.lookupUID(name)
-	if len(c.uids) >= maxCachedNames {
-		clear(c.uids) // many distinct forged names: start over rather than grow
-	}
-	c.uids[name] = uidAnswer{uid, err}
-	return uid, err
-}
-
-// maxCachedNames bounds the name cache against a job that forges a new
-// user name in each of many processes.
-const maxCachedNames = 4096
 
 // name returns the user name of uid, or the uid in decimal when it has none
 // (the series stay attributable), with ok false the first time that happens.
