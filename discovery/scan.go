@@ -145,8 +145,7 @@ func (s *scan) jobDir(dir string, e dirent, node string, version, uid int, v1ctr
 		scheme = SchemeUnknown
 	}
 	s.stats.Dirs[scheme]++
-	switch scheme {
-	case SchemeUnknown:
+	if scheme == SchemeUnknown {
 		s.skip(SkipUnknownScheme, dir)
 		return nil
 	}
