@@ -35,9 +35,11 @@ type Dir struct {
 	path string
 }
 
-// OpenDir opens a cgroup directory for reading its files.
+// OpenDir opens a cgroup directory for reading its files. A symlink as the
+// directory is refused (O_NOFOLLOW): the kernel makes none in cgroupfs, so
+// one is planted, and would make a job's series read another tree.
 func (r *Reader) OpenDir(path string) (Dir, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return Dir{fd: -1}, &os.PathError{Op: "open", Path: path, Err: err}
 	}
@@ -61,8 +63,8 @@ func (d Dir) Removed() bool {
 // Path is the directory's path.
 func (d Dir) Path() string { return d.path }
 
-// ReadIn returns the content of file name in d. The slice is valid until
-// the next read.
+// ReadIn returns the content of file name in d, not through a symlink as
+// name's last component. The slice is valid until the next read.
 func (r *Reader) ReadIn(d Dir, name string) ([]byte, error) {
 	// The path is built only when needed: a scrape reads thousands of files.
 	path := func() string {
@@ -71,7 +73,9 @@ func (r *Reader) ReadIn(d Dir, name string) ([]byte, error) {
 		}
 		return d.path + "/" + name
 	}
-	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	// O_NOFOLLOW: a symlinked interface file (io.stat -> /etc/shadow) is
+	// an error of that file (ELOOP), never its target's content.
+	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path(), Err: err}
 	}

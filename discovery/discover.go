@@ -42,8 +42,9 @@ type Config struct {
 	RetryAfter time.Duration
 	// Now is the clock (tests set it).
 	Now func() time.Time
-	// ProcOwner gives the uid owning a /proc/<pid> directory (v2 paths carry
-	// no uid); tests fix it, since a fixture's owner is whoever checked it out.
+	// ProcOwner gives the uid a process runs as (v2 paths carry no uid):
+	// the real uid of /proc/<pid>/status, which a setuid program does not
+	// change; tests fix it, since a fixture's owner is whoever checked it out.
 	ProcOwner func(procDir string) (uid int, ok bool)
 }
 
@@ -92,7 +93,7 @@ func New(cfg Config) *Discoverer {
 		cfg.Now = time.Now
 	}
 	if cfg.ProcOwner == nil {
-		cfg.ProcOwner = statOwner
+		cfg.ProcOwner = statusUID
 	}
 	if cfg.QueueInterval <= 0 {
 		cfg.QueueInterval = 30 * time.Second
@@ -137,7 +138,7 @@ func (d *Discoverer) DiscoverStats(ctx context.Context, problem Problem) ([]*Job
 	if problem == nil {
 		problem = func(string, error) {}
 	}
-	s := d.newScan()
+	s := d.newScan(ctx)
 	if d.cfg.Layout.V2 != "" {
 		s.findV2()
 	}
@@ -196,8 +197,8 @@ func JobIDFromCgroupPath(p string) string {
 
 // readEnviron reads the Slurm variables of one process; nil when it cannot
 // be read (exited, or not ours to read).
-func (d *Discoverer) readEnviron(pid int) map[string]string {
-	b := d.environ.read(filepath.Join(d.cfg.ProcFS, strconv.Itoa(pid), "environ"))
+func (d *Discoverer) readEnviron(ctx context.Context, pid int) map[string]string {
+	b := d.environ.read(ctx, filepath.Join(d.cfg.ProcFS, strconv.Itoa(pid), "environ"))
 	if b == nil {
 		return nil
 	}

@@ -1,9 +1,13 @@
 package discovery
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Reading /proc/<pid>/environ takes the process's mm lock: it waits as
@@ -30,9 +34,10 @@ func newEnvironReader() *environReader {
 	return &environReader{slots: make(chan struct{}, environSlots), inflight: map[string]bool{}}
 }
 
-// read returns the file's content, or nil when it cannot be read within
-// environWait (or is still blocked from an earlier call).
-func (e *environReader) read(path string) []byte {
+// read returns the file's content (its first maxEnviron bytes, cut after
+// the last whole record), or nil when it cannot be read within environWait
+// or before ctx's deadline (or is still blocked from an earlier call).
+func (e *environReader) read(ctx context.Context, path string) []byte {
 	e.mu.Lock()
 	stuck := e.inflight[path]
 	e.mu.Unlock()
@@ -50,14 +55,18 @@ func (e *environReader) read(path string) []byte {
 	}
 	done := make(chan result, 1)
 	go func() {
-		b, err := os.ReadFile(path)
+		b, err := readEnvironFile(path)
 		done <- result{b, err}
 		<-e.slots
 		e.mu.Lock()
 		delete(e.inflight, path)
 		e.mu.Unlock()
 	}()
-	timer := time.NewTimer(environWait)
+	wait := environWait
+	if dl, ok := ctx.Deadline(); ok {
+		wait = max(0, min(wait, time.Until(dl)))
+	}
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
 	case r := <-done:
@@ -79,4 +88,23 @@ func (e *environReader) read(path string) []byte {
 		}
 		return nil
 	}
+}
+
+// readEnvironFile reads at most maxEnviron bytes of an environ file, not
+// through a symlink. A cut environment keeps only its whole records: a
+// value cut short must not pass for the real one.
+func readEnvironFile(path string) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	b, truncated, err := readAllFd(fd, maxEnviron, true)
+	if err != nil {
+		return nil, err
+	}
+	if truncated {
+		b = b[:bytes.LastIndexByte(b, 0)+1]
+	}
+	return b, nil
 }

@@ -35,13 +35,13 @@ func TestBlockedEnvironDoesNotHoldDiscovery(t *testing.T) {
 	// slot is free again and the next tries read it.
 	fd, err := unix.Open(environ, unix.O_WRONLY, 0)
 	must(t, err)
-	_, _ = unix.Write(fd, []byte("SLURM_JOB_ID=8\x00SLURM_JOB_ACCOUNT=physics\x00"))
+	_, _ = unix.Write(fd, []byte("SLURM_JOB_ID=8\x00SLURM_JOB_NAME=physics\x00"))
 	unix.Close(fd)
 	must(t, os.Remove(environ))
-	must(t, os.WriteFile(environ, []byte("SLURM_JOB_ID=8\x00SLURM_JOB_ACCOUNT=physics\x00"), 0o644))
+	must(t, os.WriteFile(environ, []byte("SLURM_JOB_ID=8\x00SLURM_JOB_NAME=physics\x00"), 0o644))
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if jobs := d.Discover(t.Context(), nil); jobs[0].Meta.Account == "physics" {
+		if jobs := d.Discover(t.Context(), nil); jobs[0].Meta.Name == "physics" {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -2,6 +2,8 @@ package discovery
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -30,6 +32,11 @@ type Job struct {
 	node     string // Slurm node name of the scope's prefix, "" without one
 	pidsOnce sync.Once
 	pids     []int
+	pidsErr  error
+	// idFromEnv is set when the job id of a SLUID directory came from a job
+	// process's environment alone: a hint, which an authoritative source
+	// replaces and which never takes a job id from another directory.
+	idFromEnv bool
 }
 
 // Labels are the per-job label values every slurm_job_* series starts with.
@@ -53,22 +60,20 @@ func (j *Job) ControllerDir(controller string) string {
 // could be read: a job ending mid-scrape is normal.
 func (j *Job) PIDs() []int {
 	j.pidsOnce.Do(func() {
-		dir := j.Dir
-		if j.Version == 1 {
-			dir = ""
-			for _, c := range v1Controllers {
-				if d := j.V1[c]; d != "" {
-					dir = d
-					break
-				}
-			}
-		}
+		dir := j.firstDir()
 		if dir != "" {
-			j.pids = readProcsTree(dir, 4)
+			j.pids, j.pidsErr = readProcsTree(dir, 4)
 			sort.Ints(j.pids)
 		}
 	})
 	return j.pids
+}
+
+// pidsError is what kept PIDs from reading a cgroup.procs that exists (a
+// FIFO or other non-regular file, a symlink), nil when nothing did.
+func (j *Job) pidsError() error {
+	j.PIDs()
+	return j.pidsErr
 }
 
 // readProcsTree reads cgroup.procs of a job directory and of the Slurm
@@ -77,39 +82,91 @@ func (j *Job) PIDs() []int {
 // makes for a step's processes that belong to no task. Listing a cgroup directory reads ~60 file
 // names per call, so only the job level, whose step ids are unknown, is
 // listed; Slurm numbers a node's tasks from 0 without gaps.
-func readProcsTree(dir string, depth int) []int {
-	pids := readProcs(dir)
-	if depth == 0 {
-		return pids
+//
+// Every directory is opened relative to its parent without following a
+// symlink, and every cgroup.procs without blocking: a symlink or a FIFO
+// planted in a tree never makes one job read another's processes or hold
+// discovery. err is the first such file met.
+func readProcsTree(dir string, depth int) (pids []int, err error) {
+	fd, e := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if e != nil {
+		return nil, nil // gone, or not a directory of ours: silent, as before
 	}
-	for _, name := range subdirs(dir) {
-		step := filepath.Join(dir, name)
-		if !strings.HasPrefix(name, "step_") {
-			pids = append(pids, readProcsTree(step, depth-1)...)
-			continue
-		}
-		pids = append(pids, readProcs(step)...)
-		pids = append(pids, readProcs(filepath.Join(step, "slurm"))...)
-		pids = append(pids, readTasks(step)...)
-		user := filepath.Join(step, "user")
-		pids = append(pids, readProcs(user)...)
-		pids = append(pids, readTasks(user)...)
-		pids = append(pids, readProcs(filepath.Join(user, "task_special"))...)
-	}
-	return pids
+	defer unix.Close(fd)
+	w := procsWalk{}
+	w.tree(fd, dir, depth)
+	return w.pids, w.err
 }
 
-// readTasks reads task_0, task_1, ... until one is missing.
-func readTasks(dir string) []int {
-	var pids []int
-	for i := 0; i < 1<<16; i++ {
-		p, ok := readProcsOK(filepath.Join(dir, "task_"+strconv.Itoa(i)))
-		if !ok {
-			return pids
-		}
-		pids = append(pids, p...)
+// procsWalk collects the pids of a job's directories.
+type procsWalk struct {
+	pids []int
+	err  error
+}
+
+func (w *procsWalk) tree(fd int, path string, depth int) {
+	w.procs(fd, path)
+	if depth == 0 {
+		return
 	}
-	return pids
+	for _, name := range subdirsFd(fd, path) {
+		sub, subPath, ok := openSubdir(fd, path, name)
+		if !ok {
+			continue
+		}
+		if !strings.HasPrefix(name, "step_") {
+			w.tree(sub, subPath, depth-1)
+			unix.Close(sub)
+			continue
+		}
+		w.procs(sub, subPath)
+		w.in(sub, subPath, "slurm", func(fd int, p string) { w.procs(fd, p) })
+		w.tasks(sub, subPath)
+		w.in(sub, subPath, "user", func(fd int, p string) {
+			w.procs(fd, p)
+			w.tasks(fd, p)
+			w.in(fd, p, "task_special", func(fd int, p string) { w.procs(fd, p) })
+		})
+		unix.Close(sub)
+	}
+}
+
+// in runs fn on the sub-directory name of fd when it exists.
+func (w *procsWalk) in(fd int, path, name string, fn func(fd int, path string)) bool {
+	sub, subPath, ok := openSubdir(fd, path, name)
+	if !ok {
+		return false
+	}
+	defer unix.Close(sub)
+	fn(sub, subPath)
+	return true
+}
+
+// tasks reads task_0, task_1, ... until one is missing.
+func (w *procsWalk) tasks(fd int, path string) {
+	for i := 0; i < 1<<16; i++ {
+		if !w.in(fd, path, "task_"+strconv.Itoa(i), func(fd int, p string) { w.procs(fd, p) }) {
+			return
+		}
+	}
+}
+
+func (w *procsWalk) procs(fd int, path string) {
+	p, err := readProcsAt(fd, path)
+	w.pids = append(w.pids, p...)
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+}
+
+// openSubdir opens name below fd, not through a symlink; ok is false when
+// it is absent, not a directory or a symlink.
+func openSubdir(fd int, path, name string) (int, string, bool) {
+	sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, "", false
+	}
+	return sub, path + "/" + name, true
 }
 
 // PrefetchPIDs reads the pids of all jobs with a few workers, so that a
@@ -133,21 +190,26 @@ func PrefetchPIDs(jobs []*Job, workers int) {
 	wg.Wait()
 }
 
-func readProcs(dir string) []int {
-	p, _ := readProcsOK(dir)
-	return p
-}
-
 var procsBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
-// readProcsOK parses dir/cgroup.procs; ok is false when it cannot be read
-// (the directory does not exist).
-func readProcsOK(dir string) (pids []int, ok bool) {
-	fd, err := unix.Open(dir+"/cgroup.procs", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+// readProcsAt parses cgroup.procs in the directory fd (named path in
+// errors). An absent file is no error (a directory without processes, or
+// gone); one that is not a regular file, or a symlink, is.
+func readProcsAt(dirfd int, path string) ([]int, error) {
+	fd, err := openRegular(dirfd, "cgroup.procs", false)
 	if err != nil {
-		return nil, false
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENODEV) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%s/cgroup.procs: %w", path, errors.Unwrap(err))
 	}
 	defer unix.Close(fd)
+	return parseProcsFd(fd), nil
+}
+
+// parseProcsFd parses the pids of an open cgroup.procs, one buffer at a
+// time.
+func parseProcsFd(fd int) (pids []int) {
 	bp := procsBufs.Get().(*[]byte)
 	defer procsBufs.Put(bp)
 	buf := *bp
@@ -161,7 +223,7 @@ func readProcsOK(dir string) (pids []int, ok bool) {
 			if rest > 0 {
 				pids = appendPID(pids, buf[:rest])
 			}
-			return pids, true
+			return pids
 		}
 		b := buf[:rest+n]
 		for {
@@ -174,7 +236,7 @@ func readProcsOK(dir string) (pids []int, ok bool) {
 		}
 		rest = copy(buf, b)
 		if rest == len(buf) {
-			return pids, true // a line longer than 64 KiB is no pid
+			return pids // a line longer than 64 KiB is no pid
 		}
 	}
 }
@@ -200,8 +262,9 @@ func StepDirs(jobDir string) []string {
 		dirs = append(dirs, step)
 		for i := 0; i < 1<<16; i++ {
 			task := filepath.Join(step, "task_"+strconv.Itoa(i))
+			// Lstat: a symlinked task directory is no cgroup of the job.
 			var st unix.Stat_t
-			if unix.Stat(task, &st) != nil {
+			if unix.Lstat(task, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 				break
 			}
 			dirs = append(dirs, task)

@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,8 +27,10 @@ type Meta struct {
 	// same key for one job.
 	Key string
 	// Source says where the metadata came from: the sources that gave at
-	// least one field, in order of trust (props, environ, squeue), joined by
-	// "+", or none.
+	// least one field (props, environ, squeue, in this order), joined by
+	// "+", or none. environ marks values that only a job process's
+	// environment gave (and a SLUID directory's job id taken from it):
+	// hints, replaced when squeue answers.
 	Source string
 	// Env holds the GPU- and step-related variables of the job's environment
 	// (SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES, ...) for collectors that map devices.
@@ -42,9 +45,9 @@ const (
 	SourceNone    = "none"
 )
 
-// mergeFrom fills the empty fields of m from o, field by field, and
-// records o's source when it gave any label field.
-func (m *Meta) mergeFrom(o Meta, source string) {
+// mergeFrom fills the empty fields of m from o, field by field, and says
+// whether o gave any label field.
+func (m *Meta) mergeFrom(o Meta) bool {
 	gave := false
 	fill := func(dst *string, src string) {
 		if *dst == "" && src != "" {
@@ -79,13 +82,7 @@ func (m *Meta) mergeFrom(o Meta, source string) {
 			m.Env[k] = v
 		}
 	}
-	if gave {
-		if m.Source == "" {
-			m.Source = source
-		} else {
-			m.Source += "+" + source
-		}
-	}
+	return gave
 }
 
 // key builds Meta.Key for job id.
@@ -143,8 +140,13 @@ func metaFromNodeJob(j slurmcli.NodeJob) Meta {
 // deviceVars are kept for device-mapping collectors.
 var deviceVars = []string{"SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "SLURM_JOB_CPUS_PER_NODE", "SLURM_MEM_PER_NODE"}
 
+// maxDeviceValue bounds a device variable: a list of GPU UUIDs is longer
+// than a name, and it feeds device mapping, not labels.
+const maxDeviceValue = 4 << 10
+
 // parseVars reads KEY=VALUE records separated by sep (NUL for environ,
-// newline for props files), keeping only SLURM_* and device variables.
+// newline for props files), keeping only SLURM_* and device variables
+// whose values are within their bounds.
 func parseVars(b []byte, sep byte) map[string]string {
 	vars := map[string]string{}
 	for len(b) > 0 {
@@ -159,9 +161,16 @@ func parseVars(b []byte, sep byte) map[string]string {
 		if !ok {
 			continue
 		}
-		if strings.HasPrefix(k, "SLURM_") || k == "CUDA_VISIBLE_DEVICES" || k == "GPU_DEVICE_ORDINAL" {
-			vars[k] = v
+		device := slices.Contains(deviceVars, k)
+		if !device && !strings.HasPrefix(k, "SLURM_") {
+			continue
 		}
+		// A value over its bound is dropped whole, not cut: a cut value
+		// could pass for another user's or account's name.
+		if len(v) > maxValue && (!device || len(v) > maxDeviceValue) {
+			continue
+		}
+		vars[k] = v
 	}
 	return vars
 }

@@ -162,7 +162,9 @@ func TestKeyFromSqueue(t *testing.T) {
 	}
 	<-ran
 	waitFor(t, func() bool { return d.Status().Queue.Up == 1 })
-	if m := d.Discover(t.Context(), nil)[0].Meta; m.Key != "c1/3/1795000000" || m.Account != "chem" || m.Source != "environ+squeue" {
+	// squeue outranks the environment field by field: the environment's
+	// account was a hint, and squeue's replaces it.
+	if m := d.Discover(t.Context(), nil)[0].Meta; m.Key != "c1/3/1795000000" || m.Account != "other" || m.Source != "squeue" {
 		t.Errorf("second pass %+v", m)
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // metaEntry is one job's metadata, per source, cached for the job's life.
@@ -61,7 +63,7 @@ func (d *Discoverer) attachMeta(ctx context.Context, jobs []*Job, problem Proble
 	for i, j := range jobs {
 		e := entries[i]
 		if ctx.Err() == nil && e.mu.TryLock() {
-			d.refresh(j, e, now, problem)
+			d.refresh(ctx, j, e, now, problem)
 			if !e.final {
 				waiting[j.node] = true
 			}
@@ -89,7 +91,16 @@ func (d *Discoverer) sweep(now time.Time) {
 // refresh reads the sources that are due and stores the merged metadata.
 // The squeue answer is a map lookup, so it is checked every scrape; files
 // are read at most once per RetryAfter.
-func (d *Discoverer) refresh(j *Job, e *metaEntry, now time.Time, problem Problem) {
+//
+// Identity (uid, user, account) follows the order of trust in
+// docs/security.md: the props file and squeue are authoritative, the
+// kernel gives the uid, and the environment, which the job's user writes,
+// is a hint. It never sets the uid; it sets the user and account only while
+// neither authoritative source has answered, and only when its user is the
+// name of the uid the job's processes run as. Once squeue answers, the
+// environment gives nothing at all, so a job whose metadata came from it
+// stays waiting for squeue (its entry is not final) until then.
+func (d *Discoverer) refresh(ctx context.Context, j *Job, e *metaEntry, now time.Time, problem Problem) {
 	if e.final {
 		return
 	}
@@ -97,43 +108,56 @@ func (d *Discoverer) refresh(j *Job, e *metaEntry, now time.Time, problem Proble
 	if due {
 		e.lastTry = now
 		if !e.haveProps && d.cfg.PropsDir != "" {
-			b, err := os.ReadFile(filepath.Join(d.cfg.PropsDir, j.ID))
-			switch {
-			case err == nil:
-				e.props, e.haveProps = metaFromVars(parseVars(b, '\n')), true
-			case !errors.Is(err, os.ErrNotExist):
-				problem("props_unreadable", err)
+			if vars := d.propsOf(j, problem); vars != nil {
+				e.props, e.haveProps = metaFromVars(vars), true
 			}
 		}
 		if !e.haveEnviron {
-			if vars := d.environOf(j); vars != nil {
+			if vars := d.environOf(ctx, j, problem); vars != nil {
 				e.environ, e.haveEnviron = metaFromVars(vars), true
 			}
 		}
 	}
 	if !e.haveSqueue && d.queue != nil {
-		if nj, ok := d.queue.lookup(j.ID); ok && (j.SLUID == "" || nj.SLUID == "" || nj.SLUID == j.SLUID) {
+		// A job id that came from the environment is confirmed only by a
+		// record that carries the directory's SLUID.
+		if nj, ok := d.queue.lookup(j.ID); ok && (j.SLUID == "" || nj.SLUID == j.SLUID || nj.SLUID == "" && !j.idFromEnv) {
 			e.squeue, e.haveSqueue = metaFromNodeJob(nj), true
 		}
 	}
 	m := Meta{UID: j.Meta.UID, SLUID: j.SLUID}
+	var gave [3]bool // props, environ, squeue: the order of Meta.Source
 	if e.haveProps {
-		m.mergeFrom(e.props, SourceProps)
-	}
-	if e.haveEnviron {
-		m.mergeFrom(e.environ, SourceEnviron)
+		gave[0] = m.mergeFrom(e.props)
 	}
 	if e.haveSqueue {
-		m.mergeFrom(e.squeue, SourceSqueue)
-	}
-	if m.Source == "" {
-		m.Source = SourceNone
+		gave[2] = m.mergeFrom(e.squeue)
 	}
 	if m.UID < 0 {
 		if due {
 			e.owner = d.ownerOf(j)
 		}
 		m.UID = e.owner
+	}
+	if e.haveEnviron && !e.haveSqueue {
+		env := e.environ
+		env.UID = -1 // the kernel's, never the environment's
+		if e.haveProps || !d.envUserAgrees(env.User, m.UID, problem) {
+			// With no user of its own to vouch for it, the environment's
+			// account is no more than the user's say-so either.
+			env.User, env.Account = "", ""
+		}
+		gave[1] = m.mergeFrom(env) || j.idFromEnv
+	}
+	var srcs []string
+	for i, s := range []string{SourceProps, SourceEnviron, SourceSqueue} {
+		if gave[i] {
+			srcs = append(srcs, s)
+		}
+	}
+	m.Source = strings.Join(srcs, "+")
+	if m.Source == "" {
+		m.Source = SourceNone
 	}
 	if m.UID >= 0 && m.User == "" {
 		name, err := d.users.name(m.UID)
@@ -143,15 +167,87 @@ func (d *Discoverer) refresh(j *Job, e *metaEntry, now time.Time, problem Proble
 		m.User = name
 	}
 	m.Key = m.key(j.ID)
-	e.final = e.haveSqueue || e.haveEnviron && (m.Key != "" || d.queue == nil)
+	switch {
+	case e.haveSqueue:
+		e.final = true
+	case d.queue != nil:
+		// The props file gave the identity; the environment only what a
+		// Slurm 24.11 prolog leaves out (name, QOS, array ids).
+		e.final = e.haveProps && e.haveEnviron && m.Key != "" && !j.idFromEnv
+	default:
+		e.final = e.haveEnviron
+	}
 	e.merged.Store(&m)
 }
 
-// environOf reads the Slurm variables of the first job process that has
-// SLURM_JOB_ID set to this job (the extern step's sleep has none).
-func (d *Discoverer) environOf(j *Job) map[string]string {
-	for _, pid := range j.PIDs() {
-		if vars := d.readEnviron(pid); vars != nil && vars["SLURM_JOB_ID"] == j.ID {
+// envUserAgrees says whether the environment's user may stand: it is the
+// name (NSS) of uid, the owner of the job's processes. One that is not is a
+// forged or foreign environment: its user and account are dropped, logged
+// once and counted. Without a uid (every process of the job is root's,
+// which only root can arrange) there is nothing it could disagree with.
+func (d *Discoverer) envUserAgrees(user string, uid int, problem Problem) bool {
+	if user == "" {
+		return false
+	}
+	if uid < 0 {
+		return true
+	}
+	if name, err := d.users.name(uid); err == nil && name == user {
+		return true
+	}
+	problem("environ_user_mismatch", fmt.Errorf("SLURM_JOB_USER %q in a job process's environment is not the name of uid %d, which runs the job's processes", user, uid))
+	return false
+}
+
+// propsOf reads the job's props file: for a SLUID directory the one the
+// prolog links under the SLUID, then the one under the job id unless that
+// id came from the environment (it would read another job's file); a file
+// whose SLURM_JOB_SLUID is another job's is not this job's. nil when there
+// is none or it cannot be read (reported).
+func (d *Discoverer) propsOf(j *Job, problem Problem) map[string]string {
+	names := []string{j.ID}
+	if j.SLUID != "" {
+		names = []string{j.SLUID}
+		if !j.idFromEnv {
+			names = append(names, j.ID)
+		}
+	}
+	for _, name := range names {
+		b, err := readProps(filepath.Join(d.cfg.PropsDir, name))
+		switch {
+		case err == nil:
+			vars := parseVars(b, '\n')
+			if s, ok := vars["SLURM_JOB_SLUID"]; ok && j.SLUID != "" && s != j.SLUID {
+				continue
+			}
+			return vars
+		case errors.Is(err, errTooLarge) || errors.Is(err, errNotRegular):
+			problem("read_failed", err)
+			return nil
+		case !errors.Is(err, os.ErrNotExist):
+			problem("props_unreadable", err)
+			return nil
+		}
+	}
+	return nil
+}
+
+// environOf reads the Slurm variables of the first job process whose
+// environment names this job: SLURM_JOB_ID its id and, where the directory
+// is named by a SLUID, SLURM_JOB_SLUID that SLUID (the directory's name is
+// the authority; the extern step's sleep has neither). A cgroup.procs that
+// could not be read is reported.
+func (d *Discoverer) environOf(ctx context.Context, j *Job, problem Problem) map[string]string {
+	pids := j.PIDs()
+	if err := j.pidsError(); err != nil {
+		problem("read_failed", err)
+	}
+	for _, pid := range pids {
+		if ctx.Err() != nil {
+			return nil
+		}
+		vars := d.readEnviron(ctx, pid)
+		if vars != nil && vars["SLURM_JOB_ID"] == j.ID && (j.SLUID == "" || vars["SLURM_JOB_SLUID"] == j.SLUID) {
 			return vars
 		}
 	}
@@ -169,16 +265,41 @@ func (d *Discoverer) ownerOf(j *Job) int {
 	return -1
 }
 
-func statOwner(dir string) (int, bool) {
-	fi, err := os.Stat(dir)
+// statusUID is the real uid in procDir/status: the user who runs the
+// process, whatever a setuid program made its effective uid (which is the
+// owner of the /proc/<pid> directory). The file is read without blocking or
+// following a symlink, and only its first 4 KiB, where Uid: is.
+func statusUID(procDir string) (int, bool) {
+	fd, err := openRegular(unix.AT_FDCWD, procDir+"/status", false)
 	if err != nil {
 		return 0, false
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
+	defer unix.Close(fd)
+	b, _, err := readAllFd(fd, 4<<10, true)
+	if err != nil {
 		return 0, false
 	}
-	return int(st.Uid), true
+	return parseStatusUID(b)
+}
+
+// parseStatusUID reads the real uid from a status file's "Uid:" line.
+func parseStatusUID(b []byte) (int, bool) {
+	for line := range strings.Lines(string(b)) {
+		rest, ok := strings.CutPrefix(line, "Uid:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			return 0, false
+		}
+		uid, err := strconv.ParseUint(f[0], 10, 32)
+		if err != nil {
+			return 0, false
+		}
+		return int(uid), true
+	}
+	return 0, false
 }
 
 func (j *Job) firstDir() string {

@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"context"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -56,8 +57,9 @@ func newScanStats() ScanStats {
 type scan struct {
 	d     *Discoverer
 	stats ScanStats
+	ctx   context.Context
 	jobs  []*Job
-	ids   map[string]bool
+	ids   map[string]int // job id -> index in jobs
 	// unresolved are the nodes (scope prefixes) of SLUID directories still
 	// without a job id this pass.
 	unresolved map[string]bool
@@ -66,8 +68,8 @@ type scan struct {
 	survey bool
 }
 
-func (d *Discoverer) newScan() *scan {
-	return &scan{d: d, stats: newScanStats(), ids: map[string]bool{}, unresolved: map[string]bool{}}
+func (d *Discoverer) newScan(ctx context.Context) *scan {
+	return &scan{d: d, ctx: ctx, stats: newScanStats(), ids: map[string]int{}, unresolved: map[string]bool{}}
 }
 
 func (s *scan) skip(reason, path string) {
@@ -75,13 +77,20 @@ func (s *scan) skip(reason, path string) {
 	s.d.skips.report(reason, path, !s.survey)
 }
 
-// add keeps a job unless its id was found already.
+// add keeps a job unless its id was found already. A job id that only a
+// job process's environment gave never takes the place of one a directory
+// name, props file or squeue gave: the later directory of such a pair
+// replaces the environment's.
 func (s *scan) add(j *Job, path string) {
-	if s.ids[j.ID] {
+	if i, dup := s.ids[j.ID]; dup {
+		if old := s.jobs[i]; old.idFromEnv && !j.idFromEnv {
+			s.jobs[i] = j
+			path = old.firstDir()
+		}
 		s.skip(SkipDuplicate, path)
 		return
 	}
-	s.ids[j.ID] = true
+	s.ids[j.ID] = len(s.jobs)
 	s.jobs = append(s.jobs, j)
 }
 
@@ -136,18 +145,23 @@ func (s *scan) jobDir(dir string, e dirent, node string, version, uid int, v1ctr
 		scheme = SchemeUnknown
 	}
 	s.stats.Dirs[scheme]++
-	switch scheme {
-	case SchemeUnknown:
+	if scheme == SchemeUnknown {
 		s.skip(SkipUnknownScheme, dir)
 		return nil
-	case SchemeSLUID:
-		if id = s.d.resolveSLUID(dir, e.ino, sluid); id == "" {
+	}
+	fromEnv := false
+	if scheme == SchemeSLUID {
+		if id, fromEnv = s.d.resolveSLUID(s.ctx, dir, e.ino, sluid); id == "" {
 			s.unresolved[node] = true
 			s.skip(SkipUnresolved, dir)
 			return nil
 		}
+		if fromEnv {
+			// Still a hint: squeue is asked for SLUIDs until it confirms it.
+			s.unresolved[node] = true
+		}
 	}
-	j := &Job{ID: id, SLUID: sluid, Version: version, node: node, ino: e.ino, Meta: Meta{UID: uid}}
+	j := &Job{ID: id, SLUID: sluid, Version: version, node: node, ino: e.ino, Meta: Meta{UID: uid}, idFromEnv: fromEnv}
 	if version == 2 {
 		j.Dir = dir
 	} else {

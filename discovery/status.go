@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 )
@@ -82,7 +83,7 @@ func (d *Discoverer) Status() Status {
 // Survey runs one pass without reading metadata: what a start-up log line
 // says about the node (scopes and job directories by naming scheme).
 func (d *Discoverer) Survey() ScanStats {
-	s := d.newScan()
+	s := d.newScan(context.Background())
 	s.survey = true
 	if d.cfg.Layout.V2 != "" {
 		s.findV2()

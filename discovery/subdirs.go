@@ -27,6 +27,23 @@ func subdirs(dir string) []string {
 	return names
 }
 
+// subdirsFd lists the names of the sub-directories of the open directory
+// fd (named path). It reads the directory stream from a duplicate, so fd's
+// own offset is untouched.
+func subdirsFd(fd int, path string) []string {
+	dup, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(dup)
+	ents, _ := listFd(dup, path)
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.name
+	}
+	return names
+}
+
 // listDirs lists dir's sub-directories. It reads the raw directory stream
 // and keeps only entries typed as directories, so the dozens of interface
 // files of a cgroup cost no allocation. ok is false when dir cannot be
@@ -37,6 +54,11 @@ func listDirs(dir string) (ents []dirent, ok bool) {
 		return nil, false
 	}
 	defer unix.Close(fd)
+	return listFd(fd, dir)
+}
+
+// listFd lists the sub-directories of the open directory fd (named dir).
+func listFd(fd int, dir string) (ents []dirent, ok bool) {
 	bp := direntBufs.Get().(*[]byte)
 	defer direntBufs.Put(bp)
 	buf := *bp
