@@ -277,3 +277,33 @@ func checkNet(t *testing.T, what string, snd, rcv *Counters, ip ipStats, payload
 		}
 	}
 }
+
+// TestParseNetstat: the counters checkNet trusts are read by name from
+// pairs of lines; a value line that does not pair with its names is an
+// error, not a silent shift of every counter after it.
+func TestParseNetstat(t *testing.T) {
+	const text = "Ip: Forwarding InReceives OutRequests\nIp: 2 4936 3669\n" +
+		"Tcp: MaxConn InSegs\nTcp: -1 4936\n" +
+		"IpExt: InOctets OutOctets\nIpExt: 210407502 210341618\n"
+	v, err := parseNetstat(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]uint64{
+		"Ip:InReceives": 4936, "Ip:OutRequests": 3669, "IpExt:InOctets": 210407502, "IpExt:OutOctets": 210341618,
+	} {
+		if v[name] != want {
+			t.Errorf("%s = %d, want %d", name, v[name], want)
+		}
+	}
+	for _, bad := range []string{
+		"Ip: InReceives OutRequests\nIp: 4936\n",      // a value missing
+		"Ip: InReceives\nIpExt: 4936\n",               // another group's values
+		"Ip: InReceives\nIp: 4936\nIpExt: InOctets\n", // names without values
+		"Ip: InReceives\nIp: many\n",                  // not a number
+	} {
+		if _, err := parseNetstat(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
