@@ -153,6 +153,13 @@ type helper struct {
 // the forking thread is inherited) and waits for it to be ready.
 func startHelper(t testing.TB, kind string, cpu int, env ...string) *helper {
 	t.Helper()
+	return startHelperIn(t, nil, kind, cpu, env...)
+}
+
+// startHelperIn is startHelper with the helper born in the network
+// namespace ns (nil: the test's own).
+func startHelperIn(t testing.TB, ns *netNS, kind string, cpu int, env ...string) *helper {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), append(env, "JOBSCOPE_BPF_HELPER="+kind)...)
 	cmd.Stderr = os.Stderr
@@ -165,24 +172,28 @@ func startHelper(t testing.TB, kind string, cpu int, env ...string) *helper {
 	if err != nil {
 		t.Fatal(err)
 	}
-	errc := make(chan error, 1)
-	func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
+	// Runs on a locked thread: the child inherits its affinity and namespace.
+	start := func() error {
 		var old, set unix.CPUSet
 		if err := unix.SchedGetaffinity(0, &old); err != nil {
-			errc <- err
-			return
+			return err
 		}
 		set.Set(cpu)
 		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			errc <- err
-			return
+			return err
 		}
-		errc <- cmd.Start()
+		err := cmd.Start()
 		unix.SchedSetaffinity(0, &old)
-	}()
-	if err := <-errc; err != nil {
+		return err
+	}
+	if ns != nil {
+		err = ns.in(start)
+	} else {
+		runtime.LockOSThread()
+		err = start()
+		runtime.UnlockOSThread()
+	}
+	if err != nil {
 		t.Fatalf("starting %s helper: %v", kind, err)
 	}
 	h := &helper{t: t, cmd: cmd, in: in, out: bufio.NewReader(outPipe), kind: kind}

@@ -112,8 +112,10 @@ func TestJobPoolAllStuck(t *testing.T) {
 	if pool.Workers() != 2 || first.Done != 0 || len(first.TimedOut) != 6 {
 		t.Fatalf("first scrape: %+v, %d workers", first, pool.Workers())
 	}
+	// A scrape that waits for a worker waits until its deadline (4 s); half
+	// of it tells "at once" from that with room for a busy machine.
 	run, took := scrape()
-	if run.Done != 0 || len(run.TimedOut) != 6 || took > 500*time.Millisecond || pool.Workers() != 2 {
+	if run.Done != 0 || len(run.TimedOut) != 6 || took > 2*time.Second || pool.Workers() != 2 {
 		t.Errorf("second scrape: %+v in %v, %d workers; want every job left out at once, 2 workers", run, took, pool.Workers())
 	}
 }

@@ -4,7 +4,7 @@
 # sacct, sdiag, the job's own output). Uses assert.sh, slurm.sh and
 # jobscope.sh.
 
-M=/payload/out/metrics
+M=${M:-/payload/out/metrics} # set by test/vm's unit test
 mkdir -p "$M"
 
 # jq_label FILE NAME MATCH LABEL, with "(absent)" when no series matches.
@@ -43,28 +43,39 @@ check_job() {
 # check_percore NAME JOBID FILE: per-core CPU of one job at one scrape. The
 # job's cpu.stat usage is read just before and just after the scrape, and
 # the scrape's own cpu.stat value (cgroup collector) must fall in between;
-# the per-core sum (ebpf) must then be within 1% of that value, read in the
-# same scrape: a bracket alone is as wide as the scrape is slow (a second of
-# a busy thread's CPU in a TCG VM) and would hide a per-core count that
-# trails. Per-core series only on the job's cpuset.
+# the per-core sum (ebpf) must then be within 1% of what that value leaves
+# it, read in the same scrape: a bracket alone is as wide as the scrape is
+# slow (a second of a busy thread's CPU in a TCG VM) and would hide a
+# per-core count that trails. Per-core series on each core of the job's
+# cpuset (an idle one shows 0) and on no other.
+#
+# The job's time on cores outside its cpuset (each step's slurmstepd runs in
+# the job's cgroup before Slurm sets the cpuset) has no per-core series but
+# one sum per job, outside_cpuset: per-core alone is cpu.stat less that sum.
+# How much it holds is how long slurmstepd took, longer on a busy host (seen:
+# 0.18 s, 1.0% of a two-step job's CPU, on VM B), so per-core is never held
+# to cpu.stat alone; the rows below hold whatever it is, and fail where
+# per-core trails or counts twice. Time filed under the wrong side (a core
+# of the cpuset taken for one outside) leaves that core without its series.
 check_percore() {
-	local name=$1 j=$2 f=$3 before after sum usage cores allowed extra outside
+	local name=$1 j=$2 f=$3 before after sum usage cores allowed extra missing outside
 	before=$(usage_s "$j")
 	scrape $NODE_PORT "$f" || { row "$name: scrape" "/metrics answers" "no answer" FAIL; return; }
 	after=$(usage_s "$j")
 	sum=$(mval "$f" slurm_job_cpu_core_seconds_total "jobid=\"$j\"")
 	usage=$(mval "$f" slurm_job_cpu_usage_seconds_total "jobid=\"$j\"")
-	check_within "$name: cpu_usage_seconds in cpu.stat bracket" "$before" "$after" "$usage" 0.001
-	check_close "$name: per-core sum == same scrape's cpu.stat" "$usage" "$sum" 0.01
-	# Time on cores outside the cpuset (slurmstepd before Slurm set it) is
-	# one sum per job: with it, per-core accounts for all of cpu.stat.
 	outside=$(mval "$f" slurm_job_cpu_outside_cpuset_seconds_total "jobid=\"$j\"")
 	[ "$outside" = absent ] && outside=0
+	check_within "$name: cpu_usage_seconds in cpu.stat bracket" "$before" "$after" "$usage" 0.001
+	check_close "$name: per-core sum == same scrape's cpu.stat - outside-cpuset" \
+		"$(awk -v a="$usage" -v b="$outside" 'BEGIN{printf "%.9f", a-b}')" "$sum" 0.01
 	check_close "$name: per-core + outside-cpuset == cpu.stat" "$usage" "$(awk -v a="$sum" -v b="$outside" 'BEGIN{printf "%.9f", a+b}')" 0.01
 	allowed=$(cpulist "$(cgfile "$j" cpuset.cpus.effective)" | paste -sd, -)
 	cores=$(mlabels "$f" slurm_job_cpu_core_seconds_total "jobid=\"$j\"" core)
 	extra=$(comm -23 <(tr , '\n' <<<"$cores" | grep . | sort) <(tr , '\n' <<<"$allowed" | sort) | paste -sd, -)
+	missing=$(comm -13 <(tr , '\n' <<<"$cores" | grep . | sort) <(tr , '\n' <<<"$allowed" | grep . | sort) | paste -sd, -)
 	check_eq "$name: no per-core series outside cpuset $allowed" "" "$extra"
+	check_eq "$name: a per-core series on each core of cpuset $allowed" "" "$missing"
 }
 
 check_node() {
