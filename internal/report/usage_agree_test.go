@@ -32,7 +32,10 @@ func agreeJobs() []simJob {
 		{id: "5003", user: "erin", account: "geo", partition: "cpu", name: "c", cluster: "c2", exe: "/bin/c",
 			start: at(6, 30), end: at(8, 30), missed: [2]time.Time{at(7, 0), at(7, 40)}, unlabeled: 2 * time.Minute,
 			nodes: []simNode{node("m04", cores(2, 0.9))}},
-		// Still running when the reports are made.
+		// Still running when the reports are made: the last rule
+		// evaluation (11:59) saw the sample of 11:58:50, the job report reads
+		// the raw one of 11:59:50, 0.8% of its 2 hours (one rule interval,
+		// as a live Prometheus lags too).
 		{id: "5004", user: "erin", account: "geo", partition: "cpu", name: "d", cluster: "c2", exe: "/bin/d",
 			start: at(10, 0), end: agreeNow, nodes: []simNode{node("m05", cores(1, 0.95))}},
 	}
