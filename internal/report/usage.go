@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -194,7 +195,9 @@ type usageSpan struct {
 
 func (s usageSpan) seconds() float64 {
 	if s.timed {
-		return s.end - s.start
+		// To Prometheus's millisecond: unix seconds in a float64 leave
+		// noise below it.
+		return math.Round((s.end-s.start)*1000) / 1000
 	}
 	return s.dur
 }
