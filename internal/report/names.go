@@ -59,6 +59,7 @@ const (
 	usageGroup     = "jobscope-usage"
 	rCPUs          = "job:slurm_job_cpus:sum"
 	rCPUUsed       = "job:slurm_job_cpu_usage_seconds:sum"
+	rScrapeTime    = "job:slurm_job_scrape_timestamp_seconds:max"
 	rGPUs          = "job:slurm_job_gpus:count"
 	rGPUUtil       = "job:slurm_job_gpu_utilization:mean"
 	rMemPeakRatio  = "job:slurm_job_memory_peak:max_ratio"

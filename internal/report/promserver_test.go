@@ -48,10 +48,29 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// startScenarioPrometheus backfills the scenario's series, starts
-// Prometheus on them, backfills the usage rules through it and restarts it
-// with both.
+// needPrometheus finds prometheus and promtool for a test that runs them:
+// it skips without them, unless JOBSCOPE_REQUIRE_PROMTOOL says CI has them.
+func needPrometheus(t *testing.T) {
+	t.Helper()
+	for _, name := range []string{"promtool", "prometheus"} {
+		if _, err := exec.LookPath(name); err != nil {
+			if os.Getenv("JOBSCOPE_REQUIRE_PROMTOOL") != "" {
+				t.Fatalf("%s not found and JOBSCOPE_REQUIRE_PROMTOOL is set (Debian: apt-get install prometheus)", name)
+			}
+			t.Skipf("%s not installed (Debian: apt-get install prometheus): this test needs a real Prometheus", name)
+		}
+	}
+}
+
+// startScenarioPrometheus serves the recorded fixture's scenario.
 func startScenarioPrometheus(t *testing.T) *livePrometheus {
+	return startPrometheus(t, scenarioJobs(), scenarioNow)
+}
+
+// startPrometheus backfills the jobs' series, starts Prometheus on them,
+// backfills the usage rules through it (rules never evaluate backfilled
+// history themselves) up to now and restarts it with both.
+func startPrometheus(t *testing.T, jobs []simJob, now time.Time) *livePrometheus {
 	promtool, prometheus := tool(t, "promtool"), tool(t, "prometheus")
 	dir := t.TempDir()
 	om := filepath.Join(dir, "scenario.om")
@@ -59,7 +78,7 @@ func startScenarioPrometheus(t *testing.T) *livePrometheus {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeOpenMetrics(f, scenarioJobs()); err != nil {
+	if err := writeOpenMetrics(f, jobs); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -100,15 +119,15 @@ func startScenarioPrometheus(t *testing.T) *livePrometheus {
 		lp.cmd.Wait()
 	}
 	start()
-	first := scenarioNow
-	for _, j := range scenarioJobs() {
+	first := now
+	for _, j := range jobs {
 		if j.start.Before(first) {
 			first = j.start
 		}
 	}
 	ruleData := filepath.Join(dir, "rules")
 	run(t, promtool, "tsdb", "create-blocks-from", "rules", "--url="+lp.url, "--eval-interval=60s",
-		"--start="+first.Add(-time.Hour).Format(time.RFC3339), "--end="+scenarioNow.Format(time.RFC3339),
+		"--start="+first.Add(-time.Hour).Format(time.RFC3339), "--end="+now.Format(time.RFC3339),
 		"--output-dir="+ruleData, rules)
 	stop()
 	blocks, err := os.ReadDir(ruleData)

@@ -51,6 +51,12 @@ type simJob struct {
 	// unlabeled: the first scrapes had no metadata yet (user, account and
 	// job_key empty), as discovery exports a job before it knows them.
 	unlabeled time.Duration
+	// seenFrom: the first scrape, later than the start for a job already
+	// running when jobscope was first scraped (its counters start high).
+	seenFrom time.Time
+	// missed: scrapes in [missed[0], missed[1]) never happened (Prometheus
+	// or the node was down).
+	missed [2]time.Time
 }
 
 func (j simJob) key() string { return fmt.Sprintf("%s/%s/%d", j.cluster, j.id, j.start.Unix()) }
@@ -170,6 +176,9 @@ func writeOpenMetrics(out io.Writer, jobs []simJob) error {
 func simSeries(w *omWriter, j simJob, n simNode) {
 	life := j.end.Sub(j.start).Seconds()
 	for t := j.start.Add(5 * time.Second); !t.After(j.end); t = t.Add(scrapeEvery) {
+		if t.Before(j.seenFrom) || !t.Before(j.missed[0]) && t.Before(j.missed[1]) {
+			continue
+		}
 		user, account, key, source := j.user, j.account, j.key(), "props"
 		if t.Sub(j.start) < j.unlabeled {
 			user, account, key, source = "", "", "", "none"

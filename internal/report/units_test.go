@@ -1,7 +1,7 @@
 package report
 
 import (
-	"math"
+	"fmt"
 	"os"
 	"reflect"
 	"regexp"
@@ -36,7 +36,7 @@ func TestNamesExist(t *testing.T) {
 	if !strings.Contains(string(rules), "- name: "+usageGroup+"\n") {
 		t.Errorf("%s has no group %s", usageRulesFile, usageGroup)
 	}
-	for _, r := range []string{rCPUs, rCPUUsed, rGPUs, rGPUUtil, rMemPeakRatio, rMemLimit, rOOMKills, rEnergy, rEmissions} {
+	for _, r := range []string{rCPUs, rCPUUsed, rScrapeTime, rGPUs, rGPUUtil, rMemPeakRatio, rMemLimit, rOOMKills, rEnergy, rEmissions} {
 		if !strings.Contains(string(rules), "- record: "+r+"\n") {
 			t.Errorf("the usage report reads %s, which %s does not record", r, usageRulesFile)
 		}
@@ -307,17 +307,91 @@ func TestUnkeyedSamplesJoinTheirJob(t *testing.T) {
 }
 
 // TestUsageFoldsUnkeyed: a job's summaries from before it had a job_key
-// add to its keyed ones; with two keyed jobs of the id they stay apart.
+// join its keyed ones (one window, counters from the earliest value);
+// with two keyed jobs of the id they stay apart.
 func TestUsageFoldsUnkeyed(t *testing.T) {
-	jobs := foldUnkeyed([]UsageJob{
-		{ID: "8", Key: "e/8/1", Cluster: "e", Cores: 1, CoreHours: 0.0083, ObservedSeconds: 30, CPUHoursUsed: ptr(0.0038)},
-		{ID: "8", Key: "", Cluster: "e", Cores: 1, CoreHours: 0.0003, ObservedSeconds: 1, CPUHoursUsed: ptr(0.00004)},
-		{ID: "9", Key: "e/9/1", Cluster: "e", CoreHours: 1},
-		{ID: "9", Key: "e/9/2", Cluster: "e", CoreHours: 1},
-		{ID: "9", Key: "", Cluster: "e", CoreHours: 0.1},
-	})
-	if len(jobs) != 4 || jobs[0].ObservedSeconds != 31 || math.Abs(jobs[0].CoreHours-0.0086) > 1e-12 ||
-		*jobs[0].CPUHoursUsed != 0.0038 {
-		t.Errorf("folded %+v", jobs)
+	span := func(start, end, cpuFirst, cpuLast float64) usageSpan {
+		return usageSpan{timed: true, start: start, end: end, first: [3]*float64{ptr(cpuFirst)}, last: [3]*float64{ptr(cpuLast)}}
 	}
+	jobs, spans := foldUnkeyed([]UsageJob{
+		{ID: "8", Key: "e/8/1", Cluster: "e", Cores: 2},
+		{ID: "8", Key: "", Cluster: "e", Cores: 1},
+		{ID: "9", Key: "e/9/1", Cluster: "e"},
+		{ID: "9", Key: "e/9/2", Cluster: "e"},
+		{ID: "9", Key: "", Cluster: "e"},
+		{ID: "10", Key: "e/10/1", Cluster: "e", Cores: 1},
+		{ID: "10", Key: "", Cluster: "e", Cores: 1},
+	}, []usageSpan{
+		// Keyed from the job's start (counters from 0); its unkeyed
+		// first minute is inside that window already.
+		span(60, 1860, 0, 900), span(65, 120, 2, 30),
+		span(0, 1, 0, 0), span(0, 1, 0, 0), span(0, 1, 0, 0),
+		// Keyed from its first sample in the period; the unkeyed part
+		// came earlier in the period and widens the window.
+		span(200, 1000, 100, 500), span(100, 190, 50, 95),
+	})
+	if len(jobs) != 5 || len(spans) != 5 {
+		t.Fatalf("folded into %d jobs, %d spans: %+v", len(jobs), len(spans), jobs)
+	}
+	for i, want := range map[int][3]float64{0: {1800, 0, 900}, 4: {900, 50, 500}} {
+		usageFigures(&jobs[i], spans[i])
+		if sp := spans[i]; sp.seconds() != want[0] || *sp.first[0] != want[1] || *sp.last[0] != want[2] {
+			t.Errorf("job %s: window %gs, CPU %g..%g; want %v", jobs[i].ID, sp.seconds(), *sp.first[0], *sp.last[0], want)
+		}
+	}
+	if j := jobs[0]; j.Cores != 2 || j.CoreHours != 1 || *j.CPUHoursUsed != 0.25 || *j.CPUEfficiency != 0.25 {
+		t.Errorf("job 8: %+v", j)
+	}
+}
+
+// TestUsageWindow: a job that started in the period counts from its start
+// (counters from 0, however late jobscope first saw it); one that started
+// before counts its observed part only (the counter's gain, not its value);
+// without recorded scrape times the window is counted from samples.
+func TestUsageWindow(t *testing.T) {
+	since := time.Unix(1_000_000, 0)
+	t0 := since.Unix() + 3600
+	job := func(id string, start int64, vals map[string]float64) map[string]model.Vector {
+		out := map[string]model.Vector{}
+		m := model.Metric{lJobID: model.LabelValue(id), lJobKey: model.LabelValue(fmt.Sprintf("c/%s/%d", id, start)), lClust: "c"}
+		for name, v := range vals {
+			out[name] = model.Vector{{Metric: m, Value: model.SampleValue(v)}}
+		}
+		return out
+	}
+	res := map[string]model.Vector{}
+	for _, part := range []map[string]model.Vector{
+		// Started an hour into the period, first scraped 2 h later at 2
+		// core-hours (a quarter busy), then three quarters busy for 1 h.
+		job("1", t0, map[string]float64{"count": 60, "cores": 4, "first": float64(t0 + 7200), "last": float64(t0 + 10800),
+			"cpu_first": 7200, "cpu_last": 7200 + 10800}),
+		// Started a day before the period, first scraped in it at 10 core-hours.
+		job("2", since.Unix()-86400, map[string]float64{"count": 60, "cores": 2, "first": float64(t0), "last": float64(t0 + 3600),
+			"cpu_first": 36000, "cpu_last": 36000 + 3600}),
+		// Rules without scrape times: 60 samples a minute apart.
+		job("3", t0, map[string]float64{"count": 60, "cores": 1, "cpu_first": 100, "cpu_last": 100 + 1800}),
+	} {
+		for name, v := range part {
+			res[name] = append(res[name], v...)
+		}
+	}
+	jobs, untimed := usageJobs(res, since, 60, DefaultConfig().Thresholds)
+	if untimed != 1 || len(jobs) != 3 {
+		t.Fatalf("%d jobs, %d untimed: %+v", len(jobs), untimed, jobs)
+	}
+	want := map[string][3]float64{"1": {10800, 12, 5.0 / 12}, "2": {3600, 2, 0.5}, "3": {3600, 1, 0.5}}
+	for _, j := range jobs {
+		w := want[j.ID]
+		if j.ObservedSeconds != w[0] || j.CoreHours != w[1] || j.CPUEfficiency == nil || *j.CPUEfficiency != w[2] {
+			t.Errorf("job %s: %gs, %g core-hours, efficiency %v; want %v", j.ID, j.ObservedSeconds, j.CoreHours,
+				derefOr(j.CPUEfficiency), w)
+		}
+	}
+}
+
+func derefOr(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -122,24 +123,31 @@ func UsageReport(ctx context.Context, o Options, f UsageFilter, since, until tim
 	win := "[" + promDur(until.Sub(since)) + "]"
 	by := "max by (" + strings.Join(usageLabels, ", ") + ") "
 	over := func(fn, rule string) string { return by + "(" + fn + "(" + sel(rule, eq, "", "") + win + "))" }
-	at := func(rule string) string { return by + "(" + sel(rule, eq, "", "") + ")" }
-	res, err := r.vectors(ctx, until, map[string]string{
-		"count": over("count_over_time", rCPUs), "core_sum": over("sum_over_time", rCPUs),
-		"cores": over("max_over_time", rCPUs), "cpu": over("max_over_time", rCPUUsed),
-		"gpu_sum": over("sum_over_time", rGPUs), "gpus": over("max_over_time", rGPUs),
-		"gpu_util": over("avg_over_time", rGPUUtil), "mem": over("max_over_time", rMemPeakRatio),
-		"mem_limit": over("max_over_time", rMemLimit), "oom": over("max_over_time", rOOMKills),
-		"energy": over("max_over_time", rEnergy), "emissions": over("max_over_time", rEmissions),
-	})
+	qs := map[string]string{
+		"count": over("count_over_time", rCPUs), "cores": over("max_over_time", rCPUs),
+		"first": over("min_over_time", rScrapeTime), "last": over("max_over_time", rScrapeTime),
+		"gpus": over("max_over_time", rGPUs), "gpu_util": over("avg_over_time", rGPUUtil),
+		"mem": over("max_over_time", rMemPeakRatio), "mem_limit": over("max_over_time", rMemLimit),
+		"oom": over("max_over_time", rOOMKills),
+	}
+	// Counters never go back within a job: their smallest value in the
+	// period is the one at the job's first sample in it, the largest the
+	// one at its last.
+	for i, rule := range usageCounterRules {
+		qs[usageCounters[i]+"_first"] = over("min_over_time", rule)
+		qs[usageCounters[i]+"_last"] = over("max_over_time", rule)
+	}
+	res, err := r.vectors(ctx, until, qs)
 	if err != nil {
 		return nil, err
 	}
-	// Jobs already running at since: only what they did in the period counts.
-	before, err := r.vectors(ctx, since, map[string]string{"cpu": at(rCPUUsed), "energy": at(rEnergy), "emissions": at(rEmissions)})
-	if err != nil {
-		return nil, err
+	var untimed int
+	u.Jobs, untimed = usageJobs(res, since, u.RuleInterval, r.cfg.Thresholds)
+	if untimed > 0 {
+		u.Notes = append(u.Notes, fmt.Sprintf("%d jobs have no %s (the rules Prometheus runs are older than "+
+			"contrib/prometheus/%s): their time is counted from samples, and their CPU, energy and emissions "+
+			"from their first sample in the period.", untimed, rScrapeTime, usageRulesFile))
 	}
-	u.Jobs = usageJobs(res, before, u.RuleInterval, r.cfg.Thresholds)
 	u.Totals, u.Warnings = usageTotals(u.Jobs)
 	if len(u.Jobs) == 0 {
 		u.Notes = append(u.Notes, fmt.Sprintf("No job summaries (%s) match in this period: no jobs, or the "+
@@ -164,46 +172,108 @@ func byUsageKey(v model.Vector) map[string]float64 {
 	return out
 }
 
-func usageJobs(res, before map[string]model.Vector, interval float64, t Thresholds) []UsageJob {
+// usageCounters are the counters a usage report takes the gain of over a
+// job's window; usageCounterRules record them, in the same order.
+var (
+	usageCounters     = [3]string{"cpu", "energy", "emissions"}
+	usageCounterRules = [3]string{rCPUUsed, rEnergy, rEmissions}
+)
+
+// usageSpan is the window of a job the period covers, as the job report
+// defines it: from the job's start (its job_key's time) when that lies in
+// the period, so counters count from 0, else from its first sample in the
+// period; to its last sample in the period. Allocated and used time both
+// come from this one window. It is kept apart from the figures so that the
+// parts of a job recorded under two label sets can be joined first.
+type usageSpan struct {
+	timed      bool    // start and end are sample times (else dur counts samples)
+	start, end float64 // unix seconds
+	dur        float64 // seconds, for spans without sample times
+	first      [3]*float64
+	last       [3]*float64
+}
+
+func (s usageSpan) seconds() float64 {
+	if s.timed {
+		// To Prometheus's millisecond: unix seconds in a float64 leave
+		// noise below it.
+		return math.Round((s.end-s.start)*1000) / 1000
+	}
+	return s.dur
+}
+
+// join adds another part of the same job: the window runs from the
+// earlier start to the later end, and counters from their smallest value
+// (the earliest, as they never go back) to their largest.
+func (s usageSpan) join(o usageSpan) usageSpan {
+	minp := func(a, b *float64) *float64 {
+		if a == nil || b != nil && *b < *a {
+			return b
+		}
+		return a
+	}
+	if s.timed && o.timed {
+		s.start, s.end = min(s.start, o.start), max(s.end, o.end)
+	} else {
+		s.timed, s.dur = false, s.seconds()+o.seconds()
+	}
+	for i := range s.first {
+		s.first[i], s.last[i] = minp(s.first[i], o.first[i]), maxp(s.last[i], o.last[i])
+	}
+	return s
+}
+
+func maxp(a, b *float64) *float64 {
+	if a == nil || b != nil && *b > *a {
+		return b
+	}
+	return a
+}
+
+// usageJobs builds the jobs from the query results; untimed counts those
+// without scrape times (rules older than job:slurm_job_scrape_timestamp_seconds:max).
+func usageJobs(res map[string]model.Vector, since time.Time, interval float64, t Thresholds) (jobs []UsageJob, untimed int) {
 	m := map[string]map[string]float64{}
 	for name, v := range res {
 		m[name] = byUsageKey(v)
 	}
-	b := map[string]map[string]float64{}
-	for name, v := range before {
-		b[name] = byUsageKey(v)
-	}
-	inPeriod := func(name, k string) *float64 {
-		v, ok := m[name][k]
-		if !ok {
-			return nil
-		}
-		return ptr(v - b[name][k])
-	}
-	var jobs []UsageJob
+	var spans []usageSpan
 	for _, s := range res["count"] {
 		k := usageKey(s.Metric)
 		lab := func(l string) string { return string(s.Metric[model.LabelName(l)]) }
 		j := UsageJob{ID: lab(lJobID), Key: lab(lJobKey), Cluster: lab(lClust), User: lab(lUser),
-			Account: lab(lAcct), Partition: lab(lPart), Cores: m["cores"][k],
-			ObservedSeconds: float64(s.Value) * interval, CoreHours: m["core_sum"][k] * interval / 3600,
-			GPUs: m["gpus"][k], GPUHours: m["gpu_sum"][k] * interval / 3600,
+			Account: lab(lAcct), Partition: lab(lPart), Cores: m["cores"][k], GPUs: m["gpus"][k],
 			GPUUtilization: get(m["gpu_util"], k), MemoryPeakRatio: get(m["mem"], k),
 			MemoryRequestedBytes: get(m["mem_limit"], k), OOMKills: get(m["oom"], k)}
-		if c := inPeriod("cpu", k); c != nil {
-			j.CPUHoursUsed = ptr(*c / 3600)
-			if j.CoreHours > 0 {
-				j.CPUEfficiency = ptr(*c / 3600 / j.CoreHours)
+		var sp usageSpan
+		for i, c := range usageCounters {
+			sp.first[i], sp.last[i] = get(m[c+"_first"], k), get(m[c+"_last"], k)
+		}
+		first, okF := m["first"][k]
+		last, okL := m["last"][k]
+		switch {
+		case okF && okL:
+			sp.timed, sp.start, sp.end = true, first, last
+			// The counters start with the job's cgroup: from a start in
+			// the period they count the whole job, whenever jobscope began
+			// to see it.
+			if t0, ok := keyStart(j.Key, j.ID); ok && !t0.Before(since) && float64(t0.Unix()) <= first {
+				sp.start = float64(t0.Unix())
+				for i := range sp.first {
+					if sp.last[i] != nil {
+						sp.first[i] = ptr(0)
+					}
+				}
 			}
+		default:
+			sp.dur = float64(s.Value) * interval
+			untimed++
 		}
-		if e := inPeriod("energy", k); e != nil {
-			j.EnergyKWh = ptr(*e / 3.6e6)
-		}
-		j.EmissionsGrams = inPeriod("emissions", k)
-		jobs = append(jobs, j)
+		jobs, spans = append(jobs, j), append(spans, sp)
 	}
-	jobs = foldUnkeyed(jobs)
+	jobs, spans = foldUnkeyed(jobs, spans)
 	for i := range jobs {
+		usageFigures(&jobs[i], spans[i])
 		jobs[i].Warnings = usageWarnings(jobs[i], t)
 	}
 	sort.Slice(jobs, func(i, k int) bool {
@@ -212,53 +282,64 @@ func usageJobs(res, before map[string]model.Vector, interval float64, t Threshol
 		}
 		return jobs[i].Key < jobs[k].Key
 	})
-	return jobs
+	return jobs, untimed
 }
 
-// foldUnkeyed adds the summaries a job got before it had a job_key (its
+// usageFigures fills a job's time and counter figures from its window:
+// allocated = cores (GPUs) x the window, used = the counters' gain in it.
+func usageFigures(j *UsageJob, sp usageSpan) {
+	gain := func(i int) *float64 {
+		if sp.first[i] == nil || sp.last[i] == nil {
+			return nil
+		}
+		return ptr(*sp.last[i] - *sp.first[i])
+	}
+	j.ObservedSeconds = sp.seconds()
+	j.CoreHours = j.Cores * j.ObservedSeconds / 3600
+	j.GPUHours = j.GPUs * j.ObservedSeconds / 3600
+	if c := gain(0); c != nil {
+		j.CPUHoursUsed = ptr(*c / 3600)
+		if j.CoreHours > 0 {
+			j.CPUEfficiency = ptr(*j.CPUHoursUsed / j.CoreHours)
+		}
+	}
+	if e := gain(1); e != nil {
+		j.EnergyKWh = ptr(*e / 3.6e6)
+	}
+	j.EmissionsGrams = gain(2)
+}
+
+// foldUnkeyed joins the summaries a job got before it had a job_key (its
 // first scrapes, before discovery knew its start) to the job's keyed ones:
 // same cluster and id, and one keyed job of that id in the period (with
 // several, a reused id, the unkeyed part stays on its own).
-func foldUnkeyed(jobs []UsageJob) []UsageJob {
+func foldUnkeyed(jobs []UsageJob, spans []usageSpan) ([]UsageJob, []usageSpan) {
 	keyed := map[string][]int{}
 	for i, j := range jobs {
 		if j.Key != "" {
 			keyed[j.Cluster+"/"+j.ID] = append(keyed[j.Cluster+"/"+j.ID], i)
 		}
 	}
-	maxp := func(a, b *float64) *float64 {
-		if a == nil || b != nil && *b > *a {
-			return b
-		}
-		return a
-	}
 	var out []UsageJob
-	for _, u := range jobs {
+	var outSpans []usageSpan
+	for i, u := range jobs {
 		idx := keyed[u.Cluster+"/"+u.ID]
 		if u.Key != "" || len(idx) != 1 {
 			continue
 		}
 		k := &jobs[idx[0]]
-		k.CoreHours += u.CoreHours
-		k.ObservedSeconds += u.ObservedSeconds
-		k.GPUHours += u.GPUHours
+		spans[idx[0]] = spans[idx[0]].join(spans[i])
 		k.Cores, k.GPUs = max(k.Cores, u.Cores), max(k.GPUs, u.GPUs)
-		k.CPUHoursUsed = maxp(k.CPUHoursUsed, u.CPUHoursUsed)
 		k.MemoryPeakRatio = maxp(k.MemoryPeakRatio, u.MemoryPeakRatio)
 		k.MemoryRequestedBytes = maxp(k.MemoryRequestedBytes, u.MemoryRequestedBytes)
 		k.OOMKills = maxp(k.OOMKills, u.OOMKills)
-		k.EnergyKWh = maxp(k.EnergyKWh, u.EnergyKWh)
-		k.EmissionsGrams = maxp(k.EmissionsGrams, u.EmissionsGrams)
-		if k.CPUHoursUsed != nil && k.CoreHours > 0 {
-			k.CPUEfficiency = ptr(*k.CPUHoursUsed / k.CoreHours)
-		}
 	}
-	for _, j := range jobs {
+	for i, j := range jobs {
 		if j.Key != "" || len(keyed[j.Cluster+"/"+j.ID]) != 1 {
-			out = append(out, j)
+			out, outSpans = append(out, j), append(outSpans, spans[i])
 		}
 	}
-	return out
+	return out, outSpans
 }
 
 // usageWarnings applies the job report's thresholds to what the summary
