@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"io"
 	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jobscope/jobscope/collector"
 )
@@ -21,6 +24,15 @@ var labelPair = regexp.MustCompile(`([a-z_]+)="([^"]*)"`)
 
 func scrapeDemo(t *testing.T, extra ...string) demoSeries {
 	t.Helper()
+	srv := demoServer(t, extra...)
+	defer srv.Close()
+	return parseDemo(t, get(t, srv.URL+"/metrics"))
+}
+
+// demoServer serves the demo node at --metrics.level=full; extra flags
+// come after demoOptions' and win.
+func demoServer(t *testing.T, extra ...string) *httptest.Server {
+	t.Helper()
 	o, set, fs := demoOptions(t)
 	if err := fs.Parse(append([]string{"--metrics.level=full"}, extra...)); err != nil {
 		t.Fatal(err)
@@ -30,11 +42,14 @@ func scrapeDemo(t *testing.T, extra ...string) demoSeries {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer release()
-	srv := httptest.NewServer(newMux(exp, o, logger))
-	defer srv.Close()
+	t.Cleanup(release)
+	return httptest.NewServer(newMux(exp, o, logger))
+}
+
+func parseDemo(t *testing.T, body string) demoSeries {
+	t.Helper()
 	out := demoSeries{}
-	sc := bufio.NewScanner(strings.NewReader(get(t, srv.URL+"/metrics")))
+	sc := bufio.NewScanner(strings.NewReader(body))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		m := seriesLine.FindStringSubmatch(sc.Text())
@@ -123,6 +138,57 @@ func TestDemoFixtureConsistent(t *testing.T) {
 		for _, r := range []string{"cpu", "memory", "io"} {
 			le(r+" pressure full <= some", v("slurm_job_pressure_stalled_seconds_total,level=full,resource="+r),
 				v("slurm_job_pressure_stalled_seconds_total,level=some,resource="+r))
+		}
+	}
+}
+
+// On the live demo node (`make demo`: test/demo/livenode advances the
+// fixture's CPU time and RAPL counters) every job is given energy, and no
+// more than the node measured.
+func TestDemoLiveEnergy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds test/demo/livenode")
+	}
+	root := filepath.Join(t.TempDir(), "demo")
+	start := strconv.FormatInt(time.Now().Unix(), 10)
+	live := func(elapsed string) {
+		cmd := exec.Command("go", "run", "./test/demo/livenode", "-dir", root, "-once", "-start", start, "-elapsed", elapsed)
+		cmd.Dir = filepath.Join("..", "..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("livenode: %v\n%s", err, out)
+		}
+	}
+	live("0s")
+	ipmi, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "power", "ipmi", "demo.txt"))
+	srv := demoServer(t, "--path.cgroupfs="+filepath.Join(root, "cgroup"), "--path.procfs="+filepath.Join(root, "proc"),
+		"--path.sysfs="+filepath.Join(root, "sys"), "--slurm.job-props-dir="+filepath.Join(root, "props"),
+		"--power.ipmi=command", "--power.ipmi-command=cat "+ipmi, "--power.emissions.country=FR", "--collector.gpu=false")
+	defer srv.Close()
+	get(t, srv.URL+"/metrics") // the first scrape sets the baselines
+	time.Sleep(1100 * time.Millisecond)
+	live("1s")
+	body := get(t, srv.URL+"/metrics")
+	jobs := parseDemo(t, body)
+	for _, src := range []string{"ipmi", "rapl_cpu"} {
+		var sum float64
+		for id, s := range jobs {
+			e := s["slurm_job_energy_joules_total,source="+src]
+			if e <= 0 {
+				t.Errorf("job %s: %s energy %g, want > 0", id, src, e)
+			}
+			sum += e
+		}
+		unattributed := regexp.MustCompile(`jobscope_energy_unattributed_joules_total\{source="` + src + `"\} (\S+)`).FindStringSubmatch(body)
+		if unattributed == nil {
+			t.Fatalf("no unattributed %s energy in\n%s", src, body)
+		}
+		if u, _ := strconv.ParseFloat(unattributed[1], 64); u < 0 || sum <= 0 {
+			t.Errorf("%s: jobs %g J, unattributed %g J", src, sum, u)
+		}
+	}
+	for id, s := range jobs {
+		if s["slurm_job_emissions_grams_total"] <= 0 {
+			t.Errorf("job %s: no emissions", id)
 		}
 	}
 }

@@ -95,4 +95,6 @@ echo "demo-report: bin/jobscope report $job (demo data: the simulated node in te
 echo
 "$bin" report --config="$tmp/report.yml" --prometheus.url="http://$prom_addr" --sacct=never "$job"
 echo
+echo "demo-report: CPU, memory and IO cover the job's whole hour (cgroup counters); energy only the $scrapes s"
+echo "jobscope watched it (its per-job energy counters start with the exporter, docs/energy.md)."
 echo "demo-report: took $((SECONDS - start)) s from the exporter's start to the report"

@@ -23,7 +23,9 @@ func main() {
 	fixture := flag.String("fixture", "testdata/demo", "the demo fixture (read only)")
 	dir := flag.String("dir", "", "where the live copy goes (replaced; must not exist or hold a previous copy)")
 	interval := flag.Duration("interval", time.Second, "how often the counters advance")
-	once := flag.Bool("once", false, "write the copy as at start and exit")
+	once := flag.Bool("once", false, "write the copy and exit")
+	startAt := flag.Int64("start", 0, "the demo's start, Unix seconds (default now); with -once, the same value keeps the jobs the same")
+	elapsed := flag.Duration("elapsed", 0, "with -once: write the counters as this long after the start")
 	flag.Parse()
 	if *dir == "" || *interval <= 0 {
 		log.Fatal("livenode: -dir is required and -interval must be positive")
@@ -33,10 +35,16 @@ func main() {
 		log.Fatal(err)
 	}
 	start := time.Now()
+	if *startAt != 0 {
+		start = time.Unix(*startAt, 0)
+	}
 	if err := prepare(*fixture, *dir, spec, start); err != nil {
 		log.Fatal(err)
 	}
 	if *once {
+		if err := advance(*fixture, *dir, spec, *elapsed); err != nil {
+			log.Fatal(err)
+		}
 		return
 	}
 	// Ready: the exporter may start once this file exists.
