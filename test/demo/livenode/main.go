@@ -53,15 +53,22 @@ func main() {
 	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
-	tick := time.NewTicker(*interval)
+	if err := run(*fixture, *dir, spec, start, *interval, stop); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// run advances the copy every interval until a signal comes.
+func run(fixture, dir string, spec *spec, start time.Time, interval time.Duration, stop <-chan os.Signal) error {
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		select {
 		case <-stop:
-			return
+			return nil
 		case now := <-tick.C:
-			if err := advance(*fixture, *dir, spec, now.Sub(start)); err != nil {
-				log.Fatal(err)
+			if err := advance(fixture, dir, spec, now.Sub(start)); err != nil {
+				return err
 			}
 		}
 	}
