@@ -1,5 +1,6 @@
 # jobscope — build, try and test.
 #   make demo   build and run jobscope on a bundled demo node (no Slurm needed)
+#   make demo-report  the demo node, scraped by a throw-away Prometheus, then `jobscope report 100`
 #   make test   unit, golden, fuzz-seed and privileged tests (root runs the privileged ones)
 #   make e2e    real Slurm + real Prometheus end-to-end test (root; installs what it needs)
 #   make vm-e2e jobscope as a systemd service in Debian 12, 13 and forky VMs (root; qemu)
@@ -17,6 +18,8 @@ endif
 REVISION  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.revision=$(REVISION)
 DEMO_ADDR ?= 127.0.0.1:10817
+# Where the demo's live copy of testdata/demo goes (test/demo/livenode).
+DEMO_ROOT ?= build/demo
 BIN       := bin/jobscope
 # Pinned; go run fetches it through the module proxy like any dependency
 # (the first run builds it, later ones use the build cache).
@@ -26,7 +29,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all build build-static demo test test-deps e2e vm-e2e bench bench-controller bench-bpf kernel-matrix generate emission-factors docs fuzz test-adversarial fmt vet lint clean gpu-bundle \
+.PHONY: all build build-static demo demo-report test test-deps e2e vm-e2e bench bench-controller bench-bpf kernel-matrix generate emission-factors docs fuzz test-adversarial fmt vet lint clean gpu-bundle \
 	package package-deps package-test package-test-deps
 
 all: build
@@ -38,15 +41,25 @@ build:
 build-static:
 	CGO_ENABLED=0 $(GO) build -tags nogpu -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)-static ./cmd/jobscope
 
+# The demo node is a live copy of testdata/demo in $(DEMO_ROOT), its counters
+# kept moving by test/demo/livenode (so per-job energy is attributed).
 demo: build
 	@echo "jobscope demo node: open http://$(DEMO_ADDR)/metrics (Ctrl-C to stop)"
-	$(BIN) $(DEMO_FLAGS)
+	GO='$(GO)' bash test/demo/node.sh $(DEMO_ROOT) $(BIN) $(DEMO_FLAGS)
 
 DEMO_FLAGS = --web.listen-address=$(DEMO_ADDR) \
-	--path.cgroupfs=testdata/demo/cgroup --path.procfs=testdata/demo/proc --path.sysfs=testdata/demo/sys \
-	--slurm.job-props-dir=testdata/demo/props --slurm.node-metadata.squeue=false --collector.ebpf=false \
-	--power.ipmi=command --power.ipmi-command="cat testdata/power/ipmi/good.txt" --power.emissions.country=FR \
+	--path.cgroupfs=$(DEMO_ROOT)/cgroup --path.procfs=$(DEMO_ROOT)/proc --path.sysfs=$(DEMO_ROOT)/sys \
+	--slurm.job-props-dir=$(DEMO_ROOT)/props --slurm.node-metadata.squeue=false --collector.ebpf=false \
+	--power.ipmi=command --power.ipmi-command="cat testdata/power/ipmi/demo.txt" --power.emissions.country=FR \
 	--gpu.backend=fake --gpu.fake-file=testdata/gpu/demo.json --gpu.job-mapping-dir=testdata/gpu/demo-mapping
+
+# The demo node scraped every second by Debian's Prometheus (installed as
+# root when missing) on 127.0.0.1, then `jobscope report` of one demo job
+# with the shipped defaults; everything it started is stopped at the end.
+DEMO_REPORT_JOB ?= 100
+DEMO_PROM_ADDR  ?= 127.0.0.1:10890
+demo-report: build
+	GO='$(GO)' DEMO_PROM_ADDR=$(DEMO_PROM_ADDR) bash test/demo/report.sh $(DEMO_REPORT_JOB) $(DEMO_ROOT) $(DEMO_ADDR) $(BIN) $(DEMO_FLAGS)
 
 # Test tools: promtool (Debian's prometheus package) checks every golden;
 # chromium opens the job report's HTML page. As root they are installed
