@@ -60,10 +60,6 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "jobscope: %v (jobscope --help lists the flags)\n", err)
 		return 2
 	}
-	if err := checkGPUFlags(opts); err != nil {
-		fmt.Fprintf(os.Stderr, "jobscope: %v (jobscope --help lists the flags)\n", err)
-		return 2
-	}
 	if opts.version {
 		fmt.Println(versionLine())
 		return 0

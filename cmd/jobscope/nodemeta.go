@@ -48,11 +48,6 @@ func nodeMetaQueue(fs *pflag.FlagSet, o *options, logger *slog.Logger) (func(con
 	case nm.command == "":
 		return nil, &flagError{fmt.Errorf("--slurm.node-metadata.squeue-command is empty")}
 	}
-	for _, n := range nm.nodeNames {
-		if !slurmcli.ValidNodeName(n) {
-			return nil, &flagError{fmt.Errorf("--slurm.node-name: %q is not a node name", n)}
-		}
-	}
 	if !nm.squeue {
 		return nil, nil
 	}
