@@ -94,7 +94,7 @@ func (s *Set) Build(env *Env, names []string, report func(name string, err error
 type unavailable struct{ err error }
 
 func (u unavailable) Collect(*Scrape, chan<- prometheus.Metric) error {
-	return fmt.Errorf("%w: %v", ErrUnavailable, u.err)
+	return fmt.Errorf("%w: %w", ErrUnavailable, u.err) // u.err's cause labels the count
 }
 
 // BadFlag marks a constructor's error as a wrong option value or start-up

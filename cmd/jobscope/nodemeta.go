@@ -80,6 +80,9 @@ func logSurvey(logger *slog.Logger, layout discovery.Layout, s discovery.ScanSta
 		args = append(args, "job_dirs_"+scheme, s.Dirs[scheme])
 	}
 	args = append(args, "squeue_metadata", squeue)
+	if layout.V2 == "" && len(layout.V1) == 0 {
+		return // no hierarchy: logged as an error already, no scope to wait for
+	}
 	if len(s.Scopes) == 0 {
 		logger.Info("job discovery: no Slurm cgroup scope yet (slurmstepd creates it with the first job)", args...)
 		return
