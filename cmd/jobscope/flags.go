@@ -49,6 +49,20 @@ type nodeMetaOptions struct {
 
 func registerFlags(fs *pflag.FlagSet) *options {
 	o := &options{}
+	inGroup(fs, groupCommon, func() { registerCommonFlags(fs, o) })
+	inGroup(fs, groupNode, func() {
+		registerNodeFlags(fs, o)
+		// The eBPF programs and the GPU backend are built here, before the
+		// collectors, which share them.
+		o.bpf = ebpf.RegisterFlags(fs)
+		o.gpu = gpucoll.RegisterFlags(fs)
+	})
+	return o
+}
+
+// registerCommonFlags adds the flags of both modes: web server, logging,
+// paths, metrics level.
+func registerCommonFlags(fs *pflag.FlagSet, o *options) {
 	flagval.String(fs, &o.listen, "web.listen-address", defaultListen, "Address to listen on for the web interface and /metrics: host:port (empty host: every address) or vsock://:port.", flagval.ListenAddress)
 	flagval.String(fs, &o.webConfig, "web.config.file", "", "Path to a web configuration file for TLS and basic auth (prometheus/exporter-toolkit format); validated at start.", checkWebConfig)
 	fs.BoolVar(&o.systemdSocket, "web.systemd-socket", false, "Use systemd socket activation listeners instead of port listeners.")
@@ -60,6 +74,16 @@ func registerFlags(fs *pflag.FlagSet) *options {
 	flagval.String(fs, &o.cgroupfs, "path.cgroupfs", "", "cgroup filesystem root; empty detects the mounts from /proc/self/mountinfo. A given tree's version (v1, v2, hybrid) is recognised from the tree; a given directory must exist.", flagval.Optional(flagval.Dir))
 	flagval.String(fs, &o.procfs, "path.procfs", "/proc", "procfs mount point.", flagval.Dir)
 	flagval.String(fs, &o.sysfs, "path.sysfs", "/sys", "sysfs mount point.", flagval.Dir)
+	flagval.String(fs, &o.logLevel, "log.level", "info", "Log level: debug, info, warn, error.", func(v string) error { return new(slog.Level).UnmarshalText([]byte(v)) })
+	flagval.Enum(fs, &o.logFormat, "log.format", "text", []string{"text", "logfmt", "json"}, "Log format: text (human-readable, coloured on a terminal) or json.")
+	fs.BoolVar(&o.version, "version", false, "Print the version, the build's GPU support and exit.")
+	// Packaging writes the man page from the flag set the binary parses.
+	fs.BoolVar(&o.helpMan, "help-man", false, "Print the man page (roff) and exit.")
+	_ = fs.MarkHidden("help-man")
+}
+
+// registerNodeFlags adds node mode's job metadata flags.
+func registerNodeFlags(fs *pflag.FlagSet, o *options) {
 	flagval.String(fs, &o.propsDir, "slurm.job-props-dir", "/run/jobscope/jobs", "Directory where the Slurm prolog writes one KEY=VALUE file per job (contrib/slurm/prolog.sh); first source of job metadata. It may not exist yet (the prolog creates it with the first job).", flagval.DirLater)
 	fs.BoolVar(&o.nodeMeta.squeue, "slurm.node-metadata.squeue", true, "Node mode: fill job metadata that neither the props directory nor the job's environment gives (and the job id of a Slurm 26.05 SLUID directory) from one background squeue for all of this node's jobs. Never runs inside a scrape: a job is exported at once and filled in later.")
 	flagval.String(fs, &o.nodeMeta.command, "slurm.node-metadata.squeue-command", "squeue", "Node mode: the squeue to run (a path, or a name looked up in PATH); a given one must exist.", flagval.Command)
@@ -70,17 +94,6 @@ func registerFlags(fs *pflag.FlagSet) *options {
 	flagval.Check(fs, "slurm.node-name", flagval.Each(checkNodeName))
 	fs.BoolVar(&o.scontrolFallback, "slurm.scontrol-fallback", true, "Deprecated: job metadata no longer comes from scontrol. =false turns the background squeue off, like --slurm.node-metadata.squeue=false.")
 	flagval.Duration(fs, &o.scontrolTimeout, "slurm.scontrol-timeout", 5*time.Second, 1, "Deprecated: use --slurm.node-metadata.timeout.")
-	flagval.String(fs, &o.logLevel, "log.level", "info", "Log level: debug, info, warn, error.", func(v string) error { return new(slog.Level).UnmarshalText([]byte(v)) })
-	flagval.Enum(fs, &o.logFormat, "log.format", "text", []string{"text", "logfmt", "json"}, "Log format: text (human-readable, coloured on a terminal) or json.")
-	fs.BoolVar(&o.version, "version", false, "Print the version, the build's GPU support and exit.")
-	// Packaging writes the man page from the flag set the binary parses.
-	fs.BoolVar(&o.helpMan, "help-man", false, "Print the man page (roff) and exit.")
-	_ = fs.MarkHidden("help-man")
-	// The eBPF programs and the GPU backend are built here, before the
-	// collectors, which share them.
-	o.bpf = ebpf.RegisterFlags(fs)
-	o.gpu = gpucoll.RegisterFlags(fs)
-	return o
 }
 
 // checkWebConfig reads and checks the web configuration file at start: a

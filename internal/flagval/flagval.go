@@ -128,6 +128,11 @@ func Check(fs *pflag.FlagSet, name string, check func(string) error) {
 		panic("flagval.Check: no flag --" + name) // a programming error, met by every test
 	}
 	f.Value = &checked{Value: f.Value, check: check}
+	if f.DefValue == "[]" {
+		// An empty list says nothing as a default: pflag's help leaves it
+		// out for its own types only, which the wrapper hides.
+		f.DefValue = ""
+	}
 }
 
 type checked struct {
