@@ -107,7 +107,7 @@ func TestEveryFlagRefusesAWrongValue(t *testing.T) {
 		if !ok {
 			value, ok = wrongByType[typ]
 		}
-		if _, any := anyString[f.Name]; any {
+		if _, valid := anyString[f.Name]; valid {
 			return
 		}
 		if !ok {

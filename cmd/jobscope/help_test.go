@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"slices"
@@ -20,7 +21,8 @@ func runBinaryOut(t *testing.T, args ...string) (int, string, string) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
-	if exit, ok := err.(*exec.ExitError); ok {
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
 		return exit.ExitCode(), stdout.String(), stderr.String()
 	}
 	if err != nil {
@@ -103,7 +105,7 @@ func TestHelpGroups(t *testing.T) {
 // A mistyped flag or subcommand gets one line with the nearest name, exit 2.
 func TestUnknownFlagSuggests(t *testing.T) {
 	for args, want := range map[string]string{
-		"--web.listen-adress=:1":    "jobscope: unknown flag --web.listen-adress; did you mean --web.listen-address?",
+		"--web.listen-adress=:1":    "jobscope: unknown flag --web.listen-adress; did you mean --web.listen-address?", //nolint:misspell // the typo is the input
 		"--colector.cgroup=false":   "jobscope: unknown flag --colector.cgroup; did you mean --collector.cgroup?",
 		"--path.cgroupsfs=/x":       "jobscope: unknown flag --path.cgroupsfs; did you mean --path.cgroupfs?",
 		"--something-else":          "jobscope: unknown flag --something-else (jobscope --help lists the flags)",
@@ -125,7 +127,7 @@ func TestEditDistance(t *testing.T) {
 	for _, c := range []struct {
 		a, b string
 		d    int
-	}{{"", "", 0}, {"", "abc", 3}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"web.listen-adress", "web.listen-address", 1},
+	}{{"", "", 0}, {"", "abc", 3}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"web.listen-adress", "web.listen-address", 1}, //nolint:misspell // the typo is the input
 		{"flaw", "lawn", 2}, {"same", "same", 0}} {
 		if got := editDistance(c.a, c.b); got != c.d {
 			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.d)
