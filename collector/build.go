@@ -33,13 +33,35 @@ func RegisterFlags(fs *pflag.FlagSet, factories []Factory) *Set {
 		if modes == "" {
 			def = "off by default"
 		}
+		before := flagNames(fs)
 		s.enabled[f.Name] = fs.Bool("collector."+f.Name, f.DefaultOn(ModeNode),
 			fmt.Sprintf("%s (%s; the default shown is node mode's).", f.Help, def))
 		if f.Flags != nil {
 			s.builders[f.Name] = f.Flags(fs)
 		}
+		// Each flag says the modes of the collector that registered it,
+		// so --help and the man page group it without a list by hand.
+		inModes := make([]string, len(f.DefaultIn))
+		for i, m := range f.DefaultIn {
+			inModes[i] = string(m)
+		}
+		fs.VisitAll(func(fl *pflag.Flag) {
+			if !before[fl.Name] {
+				_ = fs.SetAnnotation(fl.Name, ModeAnnotation, inModes)
+			}
+		})
 	}
 	return s
+}
+
+// ModeAnnotation is the pflag annotation RegisterFlags puts on every flag a
+// collector registers: the modes in which that collector is on by default.
+const ModeAnnotation = "jobscope.collector-modes"
+
+func flagNames(fs *pflag.FlagSet) map[string]bool {
+	names := map[string]bool{}
+	fs.VisitAll(func(f *pflag.Flag) { names[f.Name] = true })
+	return names
 }
 
 // Enabled returns the names of the collectors on in mode m.
@@ -94,7 +116,7 @@ func (s *Set) Build(env *Env, names []string, report func(name string, err error
 type unavailable struct{ err error }
 
 func (u unavailable) Collect(*Scrape, chan<- prometheus.Metric) error {
-	return fmt.Errorf("%w: %v", ErrUnavailable, u.err)
+	return fmt.Errorf("%w: %w", ErrUnavailable, u.err) // u.err's cause labels the count
 }
 
 // BadFlag marks a constructor's error as a wrong option value or start-up

@@ -28,6 +28,29 @@ var ErrNoData = errors.New("no data on this node")
 // at start-up); each scrape reports it as success 0 without a new log line.
 var ErrUnavailable = errors.New("collector unavailable")
 
+// CauseError names why a collector failed, for the cause label of
+// jobscope_collector_errors_total: an operator's query (or alert) can tell
+// "no cgroup hierarchy" from a file that failed to parse.
+type CauseError struct {
+	Cause string // a short snake_case word
+	Err   error
+}
+
+func (e *CauseError) Error() string { return e.Err.Error() }
+func (e *CauseError) Unwrap() error { return e.Err }
+
+// WithCause marks err with a cause label.
+func WithCause(cause string, err error) error { return &CauseError{Cause: cause, Err: err} }
+
+// causeOr returns the cause err carries, else def.
+func causeOr(err error, def string) string {
+	var ce *CauseError
+	if errors.As(err, &ce) && ce.Cause != "" {
+		return ce.Cause
+	}
+	return def
+}
+
 // Env is what every collector may use: paths, the cgroup layout, the
 // logger, and the node resources cmd built for the enabled collectors.
 type Env struct {

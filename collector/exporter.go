@@ -182,9 +182,9 @@ func (e *Exporter) runOne(s *Scrape, rc chan<- result) {
 		e.problems.Report(s.name, "no_data", err)
 	case errors.Is(err, ErrUnavailable):
 		// Its cause was logged once when the collector was built.
-		e.problems.ReportLogged(s.name, "unavailable")
+		e.problems.ReportLogged(s.name, causeOr(err, "unavailable"))
 	default:
-		e.problems.Report(s.name, "collect_failed", err)
+		e.problems.Report(s.name, causeOr(err, "collect_failed"), err)
 	}
 	rc <- result{metrics: metrics, err: err, duration: time.Since(start)}
 }

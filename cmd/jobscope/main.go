@@ -41,15 +41,27 @@ func newFlagSet() (*pflag.FlagSet, *options, *collector.Set) {
 	fs := pflag.NewFlagSet("jobscope", pflag.ContinueOnError)
 	opts := registerFlags(fs)
 	set := collector.RegisterFlags(fs, registry.Factories())
-	fs.SortFlags = false
+	// --help asked for it: standard output, and exit status 0.
+	fs.Usage = func() { writeHelp(os.Stdout, fs) }
 	return fs, opts, set
 }
 
+// subcommands are the words that run something else than the exporter;
+// --help lists them.
+func subcommands() []subcommand {
+	return []subcommand{
+		// The users' side: a job's efficiency report from Prometheus, in
+		// the same binary the nodes already have.
+		{name: "report", args: "JOBID...", help: "a job's efficiency report from Prometheus",
+			main: func(args []string) int { return report.Main(args, os.Stdout, os.Stderr, isTerminal(os.Stdout)) }},
+	}
+}
+
 func run(args []string) int {
-	// `jobscope report ...` is the users' side: a job's efficiency report
-	// from Prometheus, in the same binary the nodes already have.
-	if len(args) > 0 && args[0] == "report" {
-		return report.Main(args[1:], os.Stdout, os.Stderr, isTerminal(os.Stdout))
+	for _, c := range subcommands() {
+		if len(args) > 0 && args[0] == c.name {
+			return c.main(args[1:])
+		}
 	}
 	fs, opts, set := newFlagSet()
 	if err := fs.Parse(args); err != nil {
@@ -57,11 +69,16 @@ func run(args []string) int {
 			return 0
 		}
 		// One line, like any wrong flag: the usage is one --help away.
-		fmt.Fprintf(os.Stderr, "jobscope: %v (jobscope --help lists the flags)\n", err)
+		var unknown *pflag.NotExistError
+		if errors.As(err, &unknown) && unknown.GetSpecifiedName() != "" {
+			fmt.Fprintf(os.Stderr, "jobscope: %s\n", unknownFlagLine(fs, unknown.GetSpecifiedName()))
+		} else {
+			fmt.Fprintf(os.Stderr, "jobscope: %v (jobscope --help lists the flags)\n", err)
+		}
 		return 2
 	}
-	if err := checkGPUFlags(opts); err != nil {
-		fmt.Fprintf(os.Stderr, "jobscope: %v (jobscope --help lists the flags)\n", err)
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "jobscope: %s\n", unknownCommandLine(fs.Arg(0)))
 		return 2
 	}
 	if opts.version {

@@ -17,7 +17,12 @@ func writeMan(w io.Writer, fs *pflag.FlagSet) error {
 	b := bufio.NewWriter(w)
 	fmt.Fprintf(b, ".TH JOBSCOPE 1 \"\" \"jobscope %s\" \"User Commands\"\n", roff(version))
 	b.WriteString(manHead)
-	writeManFlags(b, fs)
+	// The sections of --help, each sorted.
+	groups := groupedFlags(fs)
+	for _, g := range flagGroups() {
+		b.WriteString(".SS " + roffLine(g.title) + "\n")
+		writeManFlags(b, groups[g.name])
+	}
 	b.WriteString(manReport)
 	writeManFlags(b, report.FlagSet())
 	b.WriteString(manTail)

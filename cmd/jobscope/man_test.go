@@ -44,6 +44,15 @@ func TestManPage(t *testing.T) {
 	if visible < 40 || strings.Count(page, ".TP\n\\fB\\-\\-") != visible {
 		t.Errorf("%d flag entries for %d visible flags", strings.Count(page, ".TP\n\\fB\\-\\-"), visible)
 	}
+	// The sections of --help, in its order.
+	last := -1
+	for _, g := range flagGroups() {
+		i := strings.Index(page, ".SS "+roffLine(g.title)+"\n")
+		if i <= last {
+			t.Errorf("section %q missing or out of order", g.title)
+		}
+		last = i
+	}
 	for _, want := range []string{"Default: \\fB:10817\\fR.", "/etc/default/jobscope", "Prolog=/etc/slurm/prolog.d/*",
 		".SH JOBSCOPE REPORT", "/etc/jobscope/report.yml"} {
 		if !strings.Contains(page, want) {

@@ -48,11 +48,6 @@ func nodeMetaQueue(fs *pflag.FlagSet, o *options, logger *slog.Logger) (func(con
 	case nm.command == "":
 		return nil, &flagError{fmt.Errorf("--slurm.node-metadata.squeue-command is empty")}
 	}
-	for _, n := range nm.nodeNames {
-		if !slurmcli.ValidNodeName(n) {
-			return nil, &flagError{fmt.Errorf("--slurm.node-name: %q is not a node name", n)}
-		}
-	}
 	if !nm.squeue {
 		return nil, nil
 	}
@@ -85,6 +80,9 @@ func logSurvey(logger *slog.Logger, layout discovery.Layout, s discovery.ScanSta
 		args = append(args, "job_dirs_"+scheme, s.Dirs[scheme])
 	}
 	args = append(args, "squeue_metadata", squeue)
+	if layout.V2 == "" && len(layout.V1) == 0 {
+		return // no hierarchy: logged as an error already, no scope to wait for
+	}
 	if len(s.Scopes) == 0 {
 		logger.Info("job discovery: no Slurm cgroup scope yet (slurmstepd creates it with the first job)", args...)
 		return

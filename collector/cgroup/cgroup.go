@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"errors"
 	"runtime"
 	"sync"
 	"time"
@@ -27,11 +28,22 @@ func Factory() collector.Factory {
 			workers := new(int)
 			flagval.Int(fs, workers, "collector.cgroup.workers", 0, 0, "Jobs read in parallel by the cgroup collector (0: number of CPUs, at most 4).")
 			return func(env *collector.Env) (collector.Collector, error) {
+				if env.Layout.V2 == "" && len(env.Layout.V1) == 0 {
+					// Nothing can look job-shaped here: success 0, not an
+					// idle node that reports 0 jobs with success 1.
+					return nil, collector.WithCause(NoHierarchy, errNoHierarchy)
+				}
 				return NewCgroupCollector(CgroupOptions{Workers: *workers, SysFS: env.SysFS, PerCoreFromEBPF: env.BPF != nil, Level: env.Level}), nil
 			}
 		},
 	}
 }
+
+// NoHierarchy is the cause label of a cgroup collector that found no cgroup
+// hierarchy to read (jobscope_collector_errors_total{cause}).
+const NoHierarchy = "no_cgroup_hierarchy"
+
+var errNoHierarchy = errors.New("no cgroup hierarchy (no cgroup.controllers, no v1 controller directory) under --path.cgroupfs or in the mount table: no job can be found")
 
 // CgroupOptions configure the cgroup collector.
 type CgroupOptions struct {

@@ -23,8 +23,9 @@ func SacctFactory(sh *shared) collector.Factory {
 		Descs:     func() []*collector.Desc { return newSlurmSacct(nil).descs() },
 		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
 			sh.flags(fs)
-			since := fs.String("slurm.sacct.since", "24 hours ago",
-				"slurm_sacct collector: count jobs that ended since this time: relative (\"24 hours ago\", \"7 days ago\", \"1 week ago\", 24h), a date or time in the local zone (2026-01-01, 2026-01-01T06:30:00), RFC 3339, \"now\" or a Unix time.")
+			since := new(string)
+			flagval.String(fs, since, "slurm.sacct.since", "24 hours ago",
+				"slurm_sacct collector: count jobs that ended since this time: relative (\"24 hours ago\", \"7 days ago\", \"1 week ago\", 24h), a date or time in the local zone (2026-01-01, 2026-01-01T06:30:00), RFC 3339, \"now\" or a Unix time.", checkSince)
 			overlap, maxWindow := new(time.Duration), new(time.Duration)
 			flagval.Duration(fs, overlap, "slurm.sacct.overlap", 2*time.Minute, 0,
 				"slurm_sacct collector: each incremental query reaches back this far, so job records slurmdbd stores late are still counted (once); records later than this (slurmdbd unreachable for longer) are missed.")
@@ -52,6 +53,13 @@ func SacctFactory(sh *shared) collector.Factory {
 			}
 		},
 	}
+}
+
+// checkSince refuses a --slurm.sacct.since that ParseSince cannot read, at
+// start; the collector parses it again against its cache's clock.
+func checkSince(s string) error {
+	_, err := slurmcli.ParseSince(s, time.Now(), time.Local)
+	return err
 }
 
 type slurmSacct struct {

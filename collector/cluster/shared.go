@@ -58,10 +58,26 @@ func slurmFlags(fs *pflag.FlagSet) {
 		"Controller mode: kill a Slurm command (its whole process group) after this long.")
 	flagval.Enum(fs, &format, "slurm.format", string(slurmcli.FormatAuto), []string{string(slurmcli.FormatAuto), string(slurmcli.FormatJSON), string(slurmcli.FormatText)},
 		"Controller mode: output format of squeue and sinfo: auto (JSON, text if the version refuses --json), json or text.")
-	fs.String("slurm.bin-dir", "",
-		"Controller mode: directory of the Slurm commands (default: looked up in PATH).")
+	flagval.String(fs, new(string), "slurm.bin-dir", "",
+		"Controller mode: directory of the Slurm commands (default: looked up in PATH); a given one must exist.", flagval.Optional(flagval.Dir))
 	fs.StringToString("slurm.command-path", nil,
-		"Controller mode: path of single Slurm commands, e.g. squeue=/opt/slurm/bin/squeue.")
+		"Controller mode: path of single Slurm commands, e.g. squeue=/opt/slurm/bin/squeue; each must exist.")
+	flagval.Check(fs, "slurm.command-path", flagval.Each(checkCommandPath))
+}
+
+// checkCommandPath accepts one name=path of --slurm.command-path: a Slurm
+// command jobscope runs, and an absolute path to an existing file.
+func checkCommandPath(kv string) error {
+	name, p, ok := strings.Cut(kv, "=")
+	switch {
+	case !ok:
+		return errors.New("want command=path")
+	case !slurmCommandNames[name]:
+		return fmt.Errorf("unknown command %q", name)
+	case !filepath.IsAbs(p):
+		return fmt.Errorf("%s is not an absolute path", p)
+	}
+	return flagval.File(p)
 }
 
 // slurmRunnerFromFlags builds the cluster collectors' command runner from

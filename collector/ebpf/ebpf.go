@@ -33,7 +33,7 @@ type Options struct {
 // collectors need to know whether they are loaded.
 func RegisterFlags(fs *pflag.FlagSet) *Options {
 	o := &Options{}
-	fs.StringVar(&o.PinPath, "bpf.pin-path", "/sys/fs/bpf/jobscope", "bpffs directory the ebpf collector pins its maps in, so a restart carries the counters on (\"\" pins nothing). bpffs is mounted at /sys/fs/bpf if nothing is mounted there.")
+	flagval.String(fs, &o.PinPath, "bpf.pin-path", "/sys/fs/bpf/jobscope", "bpffs directory the ebpf collector pins its maps in, so a restart carries the counters on (\"\" pins nothing); an absolute path, created when missing. bpffs is mounted at /sys/fs/bpf if nothing is mounted there.", flagval.Optional(flagval.Abs))
 	fs.Uint32Var(&o.MaxJobs, "bpf.max-jobs", 1024, "Job cgroups the ebpf counter map holds; more are counted in jobscope_bpf_map_overflows_total.")
 	fs.BoolVar(&o.Stats, "bpf.stats", false, "Turn on the kernel's BPF run-time statistics (kernel.bpf_stats_enabled, ~20 ns per program run) for jobscope_bpf_program_* metrics.")
 	fs.BoolVar(&o.Network, "bpf.network", true, "Count job network traffic (cgroup_skb programs on the cgroup v2 root).")

@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -10,6 +11,7 @@ import (
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/gpu"
+	"github.com/jobscope/jobscope/internal/flagval"
 )
 
 // Options configure the GPU backend and the GPU-to-job mapping.
@@ -27,13 +29,30 @@ type Options struct {
 // collectors read the GPUs through it, once per scrape.
 func RegisterFlags(fs *pflag.FlagSet) *Options {
 	o := &Options{}
-	fs.StringVar(&o.Backend, "gpu.backend", "auto", "GPU backend: auto (DCGM when built in and reachable, else NVML), nvml, dcgm, fake (a JSON fixture, for demos) or none.")
-	fs.StringVar(&o.MappingDir, "gpu.job-mapping-dir", "", "Directory the Slurm prolog writes GPU-to-job files into (dcgm-exporter's HPC format: file named by GPU index, holding the job id); empty to skip.")
-	fs.StringVar(&o.FakeFile, "gpu.fake-file", "", "JSON fixture served by --gpu.backend=fake (see testdata/gpu/demo.json).")
-	fs.StringVar(&o.DCGM.Address, "gpu.dcgm-address", gpu.DefaultDCGMAddress, "nv-hostengine to connect to (DCGM Standalone mode): host:port, or a unix socket path.")
+	flagval.Enum(fs, &o.Backend, "gpu.backend", "auto", gpu.Backends, "GPU backend: auto (DCGM when built in and reachable, else NVML), nvml, dcgm, fake (a JSON fixture, for demos) or none.")
+	// The prolog creates the mapping directory with the first GPU job.
+	flagval.String(fs, &o.MappingDir, "gpu.job-mapping-dir", "", "Directory the Slurm prolog writes GPU-to-job files into (dcgm-exporter's HPC format: file named by GPU index, holding the job id); empty to skip. It may not exist yet (the prolog creates it).", flagval.Optional(flagval.DirLater))
+	flagval.String(fs, &o.FakeFile, "gpu.fake-file", "", "JSON fixture served by --gpu.backend=fake (see testdata/gpu/demo.json).", flagval.Optional(flagval.File))
+	flagval.String(fs, &o.DCGM.Address, "gpu.dcgm-address", gpu.DefaultDCGMAddress, "nv-hostengine to connect to (DCGM Standalone mode): host:port, host (port 5555), or a unix socket path (/path or unix:///path).", checkDCGMAddress)
 	fs.BoolVar(&o.DCGM.Profiling, "gpu.dcgm-profiling", true, "Watch DCGM profiling fields (SM/tensor/DRAM/FP activity, PCIe/NVLink bytes). DCGM profiling blocks users' Nsight Compute/Systems sessions; =false reads those metrics from NVML GPM instead (Hopper and later).")
-	fs.DurationVar(&o.DCGM.Interval, "gpu.dcgm-watch-interval", time.Second, "How often nv-hostengine samples the fields jobscope watches.")
+	flagval.Duration(fs, &o.DCGM.Interval, "gpu.dcgm-watch-interval", time.Second, 1, "How often nv-hostengine samples the fields jobscope watches.")
 	return o
+}
+
+// checkDCGMAddress accepts the addresses gpu's DCGM backend connects to: a
+// unix socket by absolute path (with or without unix://), host:port, or a
+// host alone. The socket need not exist yet: nv-hostengine may start later.
+func checkDCGMAddress(s string) error {
+	if p, ok := strings.CutPrefix(s, "unix://"); ok {
+		return flagval.Abs(p)
+	}
+	if strings.HasPrefix(s, "/") {
+		return nil
+	}
+	if strings.Contains(s, ":") {
+		return flagval.HostPort(s)
+	}
+	return flagval.HostPort(s + ":5555")
 }
 
 // Open opens the GPU backend. gpu.ErrNoDevice (no library, driver or

@@ -42,8 +42,8 @@ func registerFlags(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collec
 	fs.BoolVar(&o.RAPL, "power.rapl", true, "Read RAPL energy counters from powercap sysfs.")
 	flagval.Duration(fs, &o.RAPLInterval, "power.rapl-interval", time.Minute, 0, "Also read RAPL counters in the background this often, so a long scrape gap cannot hide a second wrap of energy_uj (0: only at scrapes).")
 	flagval.Enum(fs, &o.IPMIMode, "power.ipmi", IPMIAuto, []string{IPMIAuto, IPMIInBand, IPMICommand, IPMIOff}, "How to read the BMC's DCMI power: auto (in-band through the IPMI device when it opens, else --power.ipmi-command if set), inband, command or off.")
-	fs.StringVar(&o.IPMIDevice, "power.ipmi-device", "", "IPMI device for in-band reads (default: the first of "+strings.Join(power.DefaultIPMIDevices, ", ")+" that opens).")
-	fs.StringVar(&o.IPMICommand, "power.ipmi-command", "", "Command printing the output of freeipmi's ipmi-dcmi --get-system-power-statistics, split on spaces and run without a shell (e.g. \"/usr/sbin/ipmi-dcmi --get-system-power-statistics\"); the fallback of --power.ipmi=auto when no IPMI device opens.")
+	flagval.String(fs, &o.IPMIDevice, "power.ipmi-device", "", "IPMI device for in-band reads (default: the first of "+strings.Join(power.DefaultIPMIDevices, ", ")+" that opens); a given one must exist.", flagval.Optional(flagval.Exists))
+	flagval.String(fs, &o.IPMICommand, "power.ipmi-command", "", "Command printing the output of freeipmi's ipmi-dcmi --get-system-power-statistics, split on spaces and run without a shell (e.g. \"/usr/sbin/ipmi-dcmi --get-system-power-statistics\"); the fallback of --power.ipmi=auto when no IPMI device opens. Its program must exist.", flagval.Optional(flagval.Command))
 	flagval.Duration(fs, &o.IPMIInterval, "power.ipmi-interval", 30*time.Second, 1, "Ask the BMC at most once per interval (BMCs are slow); scrapes in between get the cached reading.")
 	flagval.Duration(fs, &o.IPMITimeout, "power.ipmi-timeout", 10*time.Second, 1, "Give up on one BMC reading after this long (the command is killed with its whole process group).")
 	fs.BoolVar(&o.PerJob, "power.per-job", true, "Export per-job energy counters (slurm_job_energy_joules_total).")
@@ -51,8 +51,8 @@ func registerFlags(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collec
 	flagval.Float(fs, &o.Factor, "power.emissions.factor", 0, 0, "Static grid emission factor in gCO2e/kWh (0: none).")
 	flagval.String(fs, &o.Country, "power.emissions.country", "", "ISO 3166 alpha-2 or alpha-3 country code for the embedded yearly factor (Our World in Data, latest year per country; docs/energy.md); empty: none.", checkCountry)
 	flagval.Enum(fs, &o.Provider, "power.emissions.provider", "", []string{"", "electricitymaps", "rte"}, "Live factor provider: electricitymaps (token in $"+power.ElectricityMapsTokenEnv+") or rte (France, eCO2mix); empty: none.")
-	fs.StringVar(&o.Zone, "power.emissions.zone", "", "Electricity Maps zone (default: --power.emissions.country).")
-	fs.StringVar(&o.ProviderURL, "power.emissions.url", "", "Base URL of the live provider (default: its public API; set it for a proxy).")
+	flagval.String(fs, &o.Zone, "power.emissions.zone", "", "Electricity Maps zone, e.g. FR or US-CAL-CISO (default: --power.emissions.country).", checkZone)
+	flagval.String(fs, &o.ProviderURL, "power.emissions.url", "", "Base URL of the live provider, http:// or https:// (default: its public API; set it for a proxy).", flagval.Optional(flagval.HTTPURL))
 	flagval.Duration(fs, &o.Refresh, "power.emissions.refresh", 15*time.Minute, 1, "Ask the live provider at most once per interval.")
 	flagval.Duration(fs, &o.Timeout, "power.emissions.timeout", 10*time.Second, 1, "Timeout of one live provider request.")
 	return func(env *collector.Env) (collector.Collector, error) {
@@ -75,6 +75,21 @@ func checkCountry(code string) error {
 	}
 	_, err := power.LookupCountry(code)
 	return err
+}
+
+// checkZone accepts an Electricity Maps zone name: letters, digits and
+// '-', as its zone list writes them. The zone goes into the provider's URL,
+// where any other character would change the request.
+func checkZone(zone string) error {
+	if len(zone) > 64 {
+		return fmt.Errorf("longer than 64 characters")
+	}
+	for _, r := range zone {
+		if !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+			return fmt.Errorf("%q has no place in a zone name (letters, digits and '-')", r)
+		}
+	}
+	return nil
 }
 
 // PowerOptions configure the power collector.

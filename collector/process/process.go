@@ -57,7 +57,15 @@ func Factory() collector.Factory {
 		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
 			o := &ProcessOptions{}
 			fs.StringSliceVar(&o.Mounts, "collector.process.fs", nil,
-				"Mount points (comma-separated) whose open files are counted per job, e.g. /scratch,/home.")
+				"Mount points (comma-separated) whose open files are counted per job, e.g. /scratch,/home; each must exist.")
+			// A mount point that does not exist is a typo that would count
+			// nothing, in silence.
+			flagval.Check(fs, "collector.process.fs", flagval.Each(func(m string) error {
+				if err := flagval.Abs(m); err != nil {
+					return err
+				}
+				return flagval.Dir(m)
+			}))
 			flagval.Int(fs, &o.TopN, "collector.process.top-n", 5, 0,
 				"Executables per job with their own CPU series; the rest is summed as exe=\"other\".")
 			fs.BoolVar(&o.Threads, "collector.process.threads", false,

@@ -316,7 +316,9 @@ func FuzzProcessReadProc(f *testing.F) {
 func TestProcessFlags(t *testing.T) {
 	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	build := Factory().Flags(fs)
-	if err := fs.Parse([]string{"--collector.process.fs=/scratch,/home/", "--collector.process.top-n=3", "--collector.process.io=off"}); err != nil {
+	// Mount points must exist: two directories stand for /scratch and /home.
+	scratch, home := t.TempDir(), t.TempDir()
+	if err := fs.Parse([]string{"--collector.process.fs=" + scratch + "," + home + "/", "--collector.process.top-n=3", "--collector.process.io=off"}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := build(&collector.Env{ProcFS: filepath.Join("..", "..", "testdata", "process", "proc")})
@@ -324,7 +326,7 @@ func TestProcessFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	pc := c.(*processCollector)
-	if got := strings.Join(pc.reader.mounts, ","); got != "/scratch,/home" || pc.opts.TopN != 3 || pc.ioOn() || pc.opts.Threads {
+	if got := strings.Join(pc.reader.mounts, ","); got != scratch+","+home || pc.opts.TopN != 3 || pc.ioOn() || pc.opts.Threads {
 		t.Fatalf("options: mounts %s, %+v", got, pc.opts)
 	}
 }

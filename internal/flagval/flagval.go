@@ -118,3 +118,31 @@ func Float(fs *pflag.FlagSet, p *float64, name string, def, minimum float64, usa
 		return f, nil
 	}, func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) })
 }
+
+// Check adds check to a flag already registered with one of pflag's own
+// types (string slices, maps): each value given is checked as written, then
+// parsed by the flag's own value, whose type and getters stay pflag's.
+func Check(fs *pflag.FlagSet, name string, check func(string) error) {
+	f := fs.Lookup(name)
+	if f == nil {
+		panic("flagval.Check: no flag --" + name) // a programming error, met by every test
+	}
+	f.Value = &checked{Value: f.Value, check: check}
+	if f.DefValue == "[]" {
+		// An empty list says nothing as a default: pflag's help leaves it
+		// out for its own types only, which the wrapper hides.
+		f.DefValue = ""
+	}
+}
+
+type checked struct {
+	pflag.Value
+	check func(string) error
+}
+
+func (c *checked) Set(s string) error {
+	if err := c.check(s); err != nil {
+		return err
+	}
+	return c.Value.Set(s)
+}
