@@ -63,6 +63,10 @@ type Discoverer struct {
 	// environ bounds reads of job processes' environments (environ.go).
 	environ *environReader
 
+	// envIDRefused logs, once, the first SLUID directory whose job id
+	// squeue could not confirm.
+	envIDRefused sync.Once
+
 	mu    sync.Mutex
 	metas map[entryKey]*metaEntry
 	ids   map[entryKey]*idEntry
@@ -148,7 +152,7 @@ func (d *Discoverer) DiscoverStats(ctx context.Context, problem Problem) ([]*Job
 	for n := range s.unresolved {
 		waiting[n] = true
 	}
-	d.attachMeta(ctx, s.jobs, problem, waiting)
+	s.jobs = d.attachMeta(ctx, s.jobs, problem, waiting, &s.stats.Held)
 	if d.queue != nil && len(waiting) > 0 {
 		d.queue.want(QueueRequest{Nodes: d.nodeNames(waiting), SLUID: len(s.unresolved) > 0})
 	}

@@ -31,7 +31,8 @@ type metaEntry struct {
 	haveSqueue             bool
 	final                  bool // nothing more to learn
 	lastTry                time.Time
-	owner                  int // uid owning a job process; -1 unknown
+	owner                  int       // uid owning a job process; -1 unknown
+	first                  time.Time // when a scrape first saw the job
 
 	merged atomic.Pointer[Meta] // what scrapes export
 	seen   atomic.Int64         // unix nanoseconds of the last scrape that saw the job
@@ -42,7 +43,7 @@ type metaEntry struct {
 // scrape never waits for another scrape reading the same job's sources (a
 // process's environ can block), nor reads sources past its deadline: it
 // exports what is known.
-func (d *Discoverer) attachMeta(ctx context.Context, jobs []*Job, problem Problem, waiting map[string]bool) {
+func (d *Discoverer) attachMeta(ctx context.Context, jobs []*Job, problem Problem, waiting map[string]bool, held *int) []*Job {
 	now := d.cfg.Now()
 	entries := make([]*metaEntry, len(jobs))
 	d.mu.Lock()
@@ -50,7 +51,7 @@ func (d *Discoverer) attachMeta(ctx context.Context, jobs []*Job, problem Proble
 		k := entryKey{j.firstDir(), j.ino}
 		e := d.metas[k]
 		if e == nil {
-			e = &metaEntry{owner: -1}
+			e = &metaEntry{owner: -1, first: now}
 			e.merged.Store(&Meta{UID: j.Meta.UID, SLUID: j.SLUID, Source: SourceNone})
 			d.metas[k] = e
 		}
@@ -60,6 +61,7 @@ func (d *Discoverer) attachMeta(ctx context.Context, jobs []*Job, problem Proble
 	d.sweep(now)
 	d.mu.Unlock()
 
+	kept := jobs[:0]
 	for i, j := range jobs {
 		e := entries[i]
 		if ctx.Err() == nil && e.mu.TryLock() {
@@ -70,7 +72,36 @@ func (d *Discoverer) attachMeta(ctx context.Context, jobs []*Job, problem Proble
 			e.mu.Unlock()
 		}
 		j.Meta = *e.merged.Load()
+		if d.held(j, now, entries[i]) {
+			*held++
+			continue
+		}
+		kept = append(kept, j)
 	}
+	return kept
+}
+
+// held says whether a job's series wait for its identity: the labels
+// user and account are constant for a job's life, and only the props file
+// and squeue know the account. While squeue answers, a new job that the
+// props file does not describe is not exported until the first answer from
+// a run that started after the job appeared (within one QueueInterval and a
+// scrape, as runs go), nor longer than holdFor. Its counters lose nothing:
+// they are cumulative. While squeue fails, before its first answer and
+// without it, jobs are exported at once with what the node knows (an
+// account appears when squeue answers).
+func (d *Discoverer) held(j *Job, now time.Time, e *metaEntry) bool {
+	m := j.Meta
+	if d.queue == nil || strings.Contains(m.Source, SourceProps) || strings.Contains(m.Source, SourceSqueue) {
+		return false
+	}
+	return d.queue.due(e.first) && now.Sub(e.first) < d.holdFor()
+}
+
+// holdFor bounds how long a job waits for squeue: the run due within one
+// interval starts at the next scrape after it, and takes up to the timeout.
+func (d *Discoverer) holdFor() time.Duration {
+	return 2*d.cfg.QueueInterval + d.cfg.QueueTimeout
 }
 
 // sweep drops the entries of jobs no scrape has seen for sweepAfter.
@@ -94,12 +125,14 @@ func (d *Discoverer) sweep(now time.Time) {
 //
 // Identity (uid, user, account) follows the order of trust in
 // docs/security.md: the props file and squeue are authoritative, the
-// kernel gives the uid, and the environment, which the job's user writes,
-// is a hint. It never sets the uid; it sets the user and account only while
-// neither authoritative source has answered, and only when its user is the
-// name of the uid the job's processes run as. Once squeue answers, the
-// environment gives nothing at all, so a job whose metadata came from it
-// stays waiting for squeue (its entry is not final) until then.
+// kernel gives the uid and so the user, and the environment, which the
+// job's user writes, is a hint. It never sets the uid, and where squeue
+// runs it never sets the user or account either: only the other fields
+// (partition, QOS, name, ...) until squeue answers, and a SLUID
+// directory's job id (resolveSLUID). Without squeue it sets the user and
+// account only while the props file has not answered, and only when its
+// user is the name of the uid the job's processes run as. A job whose
+// metadata came from it stays waiting for squeue (its entry is not final).
 func (d *Discoverer) refresh(ctx context.Context, j *Job, e *metaEntry, now time.Time, problem Problem) {
 	if e.final {
 		return
@@ -142,9 +175,13 @@ func (d *Discoverer) refresh(ctx context.Context, j *Job, e *metaEntry, now time
 	if e.haveEnviron && !e.haveSqueue {
 		env := e.environ
 		env.UID = -1 // the kernel's, never the environment's
-		if e.haveProps || !d.envUserAgrees(env.User, m.UID, problem) {
-			// With no user of its own to vouch for it, the environment's
-			// account is no more than the user's say-so either.
+		agrees := !e.haveProps && d.envUserAgrees(env.User, m.UID, problem)
+		if d.queue != nil || !agrees {
+			// Where squeue runs, the account waits for it (or the props
+			// file): nothing on the node can check the environment's, and
+			// taking it until squeue answers would label one job two ways.
+			// Without squeue the environment's is the only account there
+			// is, and only with a user that is the owner's name.
 			env.User, env.Account = "", ""
 		}
 		gave[1] = m.mergeFrom(env) || j.idFromEnv
@@ -180,11 +217,11 @@ func (d *Discoverer) refresh(ctx context.Context, j *Job, e *metaEntry, now time
 	e.merged.Store(&m)
 }
 
-// envUserAgrees says whether the environment's user may stand: it is the
-// name (NSS) of uid, the owner of the job's processes. One that is not is a
-// forged or foreign environment: its user and account are dropped, logged
-// once and counted. Without a uid (every process of the job is root's,
-// which only root can arrange) there is nothing it could disagree with.
+// envUserAgrees says whether the environment's user could stand: it is
+// the name (NSS) of uid, the owner of the job's processes. One that is not
+// is a forged or foreign environment, logged once and counted. Without a
+// uid (every process of the job is root's, which only root can arrange)
+// there is nothing it could disagree with.
 func (d *Discoverer) envUserAgrees(user string, uid int, problem Problem) bool {
 	if user == "" {
 		return false
