@@ -1,11 +1,14 @@
 package discovery
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -291,15 +294,62 @@ func (d *Discoverer) environOf(ctx context.Context, j *Job, problem Problem) map
 	return nil
 }
 
-// ownerOf returns the uid owning the job's first non-root process (v2
-// paths carry no uid), or -1.
+// ownerOf returns the uid of the job's oldest non-root process (v2 paths
+// carry no uid), or -1. The oldest by the kernel's start time is the first
+// process slurmstepd started as the job's user (the batch script, the
+// extern step's sleep or a task): everything the user runs later, a
+// rootless container's processes under a /etc/subuid uid included, starts
+// after it, and pids, which wrap, cannot tell that order. A process whose
+// start time cannot be read comes after those whose can.
 func (d *Discoverer) ownerOf(j *Job) int {
-	for _, pid := range j.PIDs() {
+	pids := slices.Clone(j.PIDs())
+	starts := make(map[int]uint64, len(pids))
+	for _, pid := range pids {
+		st, ok := d.cfg.ProcStart(filepath.Join(d.cfg.ProcFS, strconv.Itoa(pid)))
+		if !ok {
+			st = math.MaxUint64
+		}
+		starts[pid] = st
+	}
+	slices.SortStableFunc(pids, func(a, b int) int { return cmp.Compare(starts[a], starts[b]) })
+	for _, pid := range pids {
 		if uid, ok := d.cfg.ProcOwner(filepath.Join(d.cfg.ProcFS, strconv.Itoa(pid))); ok && uid != 0 {
 			return uid
 		}
 	}
 	return -1
+}
+
+// statStart is a process's start time (clock ticks after boot, field 22
+// of procDir/stat), read without blocking or following a symlink.
+func statStart(procDir string) (uint64, bool) {
+	fd, err := openRegular(unix.AT_FDCWD, procDir+"/stat", false)
+	if err != nil {
+		return 0, false
+	}
+	defer unix.Close(fd)
+	b, _, err := readAllFd(fd, 4<<10, true)
+	if err != nil {
+		return 0, false
+	}
+	return parseStatStart(b)
+}
+
+// parseStatStart reads field 22 of a stat line. The command name (field 2)
+// is the process's to choose and may hold spaces and parentheses: fields
+// are counted after its last ')'.
+func parseStatStart(b []byte) (uint64, bool) {
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[i+1:]) // fields 3 onwards
+	if len(f) < 20 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(f[19], 10, 64)
+	return v, err == nil
 }
 
 // statusUID is the real uid in procDir/status: the user who runs the
