@@ -46,6 +46,9 @@ type Config struct {
 	// the real uid of /proc/<pid>/status, which a setuid program does not
 	// change; tests fix it, since a fixture's owner is whoever checked it out.
 	ProcOwner func(procDir string) (uid int, ok bool)
+	// ProcStart gives when a process started (clock ticks after boot, from
+	// /proc/<pid>/stat): the job's owner is its oldest non-root process.
+	ProcStart func(procDir string) (ticks uint64, ok bool)
 }
 
 // Problem is reported for input that is wrong in a way an admin should see.
@@ -62,6 +65,10 @@ type Discoverer struct {
 	skips *skipLog
 	// environ bounds reads of job processes' environments (environ.go).
 	environ *environReader
+
+	// envIDRefused logs, once, the first SLUID directory whose job id
+	// squeue could not confirm.
+	envIDRefused sync.Once
 
 	mu    sync.Mutex
 	metas map[entryKey]*metaEntry
@@ -94,6 +101,9 @@ func New(cfg Config) *Discoverer {
 	}
 	if cfg.ProcOwner == nil {
 		cfg.ProcOwner = statusUID
+	}
+	if cfg.ProcStart == nil {
+		cfg.ProcStart = statStart
 	}
 	if cfg.QueueInterval <= 0 {
 		cfg.QueueInterval = 30 * time.Second
@@ -148,7 +158,7 @@ func (d *Discoverer) DiscoverStats(ctx context.Context, problem Problem) ([]*Job
 	for n := range s.unresolved {
 		waiting[n] = true
 	}
-	d.attachMeta(ctx, s.jobs, problem, waiting)
+	s.jobs = d.attachMeta(ctx, s.jobs, problem, waiting, &s.stats.Held)
 	if d.queue != nil && len(waiting) > 0 {
 		d.queue.want(QueueRequest{Nodes: d.nodeNames(waiting), SLUID: len(s.unresolved) > 0})
 	}

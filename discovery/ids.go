@@ -15,6 +15,7 @@ type idEntry struct {
 	fromEnv bool
 	lastTry time.Time // last read of the files
 	seen    time.Time
+	first   time.Time // when a scrape first met the directory
 }
 
 // resolveSLUID returns the numeric job id of the SLUID directory dir, or
@@ -30,7 +31,7 @@ func (d *Discoverer) resolveSLUID(ctx context.Context, dir string, ino uint64, s
 	d.mu.Lock()
 	e := d.ids[k]
 	if e == nil {
-		e = &idEntry{}
+		e = &idEntry{first: now}
 		d.ids[k] = e
 	}
 	e.seen = now
@@ -60,6 +61,17 @@ func (d *Discoverer) resolveSLUID(ctx context.Context, dir string, ino uint64, s
 			id = d.idFromEnviron(ctx, dir, sluid)
 			fromEnv = id != ""
 		}
+	}
+	if fromEnv && d.queue != nil && d.queue.answered(e.first) {
+		// squeue has answered since the directory appeared and did not
+		// give this SLUID's id (its text output carries no SLUIDs, or it
+		// does not list the job): the environment's id would never be
+		// checked, and a forged one would last the job's life.
+		d.envIDRefused.Do(func() {
+			d.log.Warn("a SLUID directory's job id came only from a job process's environment and squeue, which has answered since, does not confirm it: the job is not exported (counted as job_id_unresolved). squeue's text output has no SLUIDs: use --slurm.node-metadata.format=auto or json, or the prolog's props file (logged once)",
+				"path", dir)
+		})
+		return "", false
 	}
 	if id != "" {
 		d.mu.Lock()

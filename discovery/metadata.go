@@ -1,11 +1,14 @@
 package discovery
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,7 +34,8 @@ type metaEntry struct {
 	haveSqueue             bool
 	final                  bool // nothing more to learn
 	lastTry                time.Time
-	owner                  int // uid owning a job process; -1 unknown
+	owner                  int       // uid owning a job process; -1 unknown
+	first                  time.Time // when a scrape first saw the job
 
 	merged atomic.Pointer[Meta] // what scrapes export
 	seen   atomic.Int64         // unix nanoseconds of the last scrape that saw the job
@@ -42,7 +46,7 @@ type metaEntry struct {
 // scrape never waits for another scrape reading the same job's sources (a
 // process's environ can block), nor reads sources past its deadline: it
 // exports what is known.
-func (d *Discoverer) attachMeta(ctx context.Context, jobs []*Job, problem Problem, waiting map[string]bool) {
+func (d *Discoverer) attachMeta(ctx context.Context, jobs []*Job, problem Problem, waiting map[string]bool, held *int) []*Job {
 	now := d.cfg.Now()
 	entries := make([]*metaEntry, len(jobs))
 	d.mu.Lock()
@@ -50,7 +54,7 @@ func (d *Discoverer) attachMeta(ctx context.Context, jobs []*Job, problem Proble
 		k := entryKey{j.firstDir(), j.ino}
 		e := d.metas[k]
 		if e == nil {
-			e = &metaEntry{owner: -1}
+			e = &metaEntry{owner: -1, first: now}
 			e.merged.Store(&Meta{UID: j.Meta.UID, SLUID: j.SLUID, Source: SourceNone})
 			d.metas[k] = e
 		}
@@ -60,6 +64,7 @@ func (d *Discoverer) attachMeta(ctx context.Context, jobs []*Job, problem Proble
 	d.sweep(now)
 	d.mu.Unlock()
 
+	kept := jobs[:0]
 	for i, j := range jobs {
 		e := entries[i]
 		if ctx.Err() == nil && e.mu.TryLock() {
@@ -70,7 +75,36 @@ func (d *Discoverer) attachMeta(ctx context.Context, jobs []*Job, problem Proble
 			e.mu.Unlock()
 		}
 		j.Meta = *e.merged.Load()
+		if d.held(j, now, entries[i]) {
+			*held++
+			continue
+		}
+		kept = append(kept, j)
 	}
+	return kept
+}
+
+// held says whether a job's series wait for its identity: the labels
+// user and account are constant for a job's life, and only the props file
+// and squeue know the account. While squeue answers, a new job that the
+// props file does not describe is not exported until the first answer from
+// a run that started after the job appeared (within one QueueInterval and a
+// scrape, as runs go), nor longer than holdFor. Its counters lose nothing:
+// they are cumulative. While squeue fails, before its first answer and
+// without it, jobs are exported at once with what the node knows (an
+// account appears when squeue answers).
+func (d *Discoverer) held(j *Job, now time.Time, e *metaEntry) bool {
+	m := j.Meta
+	if d.queue == nil || strings.Contains(m.Source, SourceProps) || strings.Contains(m.Source, SourceSqueue) {
+		return false
+	}
+	return d.queue.due(e.first) && now.Sub(e.first) < d.holdFor()
+}
+
+// holdFor bounds how long a job waits for squeue: the run due within one
+// interval starts at the next scrape after it, and takes up to the timeout.
+func (d *Discoverer) holdFor() time.Duration {
+	return 2*d.cfg.QueueInterval + d.cfg.QueueTimeout
 }
 
 // sweep drops the entries of jobs no scrape has seen for sweepAfter.
@@ -94,12 +128,14 @@ func (d *Discoverer) sweep(now time.Time) {
 //
 // Identity (uid, user, account) follows the order of trust in
 // docs/security.md: the props file and squeue are authoritative, the
-// kernel gives the uid, and the environment, which the job's user writes,
-// is a hint. It never sets the uid; it sets the user and account only while
-// neither authoritative source has answered, and only when its user is the
-// name of the uid the job's processes run as. Once squeue answers, the
-// environment gives nothing at all, so a job whose metadata came from it
-// stays waiting for squeue (its entry is not final) until then.
+// kernel gives the uid and so the user, and the environment, which the
+// job's user writes, is a hint. It never sets the uid, and where squeue
+// runs it never sets the user or account either: only the other fields
+// (partition, QOS, name, ...) until squeue answers, and a SLUID
+// directory's job id (resolveSLUID). Without squeue it sets the user and
+// account only while the props file has not answered, and only when its
+// user is the name of the uid the job's processes run as. A job whose
+// metadata came from it stays waiting for squeue (its entry is not final).
 func (d *Discoverer) refresh(ctx context.Context, j *Job, e *metaEntry, now time.Time, problem Problem) {
 	if e.final {
 		return
@@ -142,9 +178,13 @@ func (d *Discoverer) refresh(ctx context.Context, j *Job, e *metaEntry, now time
 	if e.haveEnviron && !e.haveSqueue {
 		env := e.environ
 		env.UID = -1 // the kernel's, never the environment's
-		if e.haveProps || !d.envUserAgrees(env.User, m.UID, problem) {
-			// With no user of its own to vouch for it, the environment's
-			// account is no more than the user's say-so either.
+		agrees := !e.haveProps && d.envUserAgrees(env.User, m.UID, problem)
+		if d.queue != nil || !agrees {
+			// Where squeue runs, the account waits for it (or the props
+			// file): nothing on the node can check the environment's, and
+			// taking it until squeue answers would label one job two ways.
+			// Without squeue the environment's is the only account there
+			// is, and only with a user that is the owner's name.
 			env.User, env.Account = "", ""
 		}
 		gave[1] = m.mergeFrom(env) || j.idFromEnv
@@ -180,11 +220,11 @@ func (d *Discoverer) refresh(ctx context.Context, j *Job, e *metaEntry, now time
 	e.merged.Store(&m)
 }
 
-// envUserAgrees says whether the environment's user may stand: it is the
-// name (NSS) of uid, the owner of the job's processes. One that is not is a
-// forged or foreign environment: its user and account are dropped, logged
-// once and counted. Without a uid (every process of the job is root's,
-// which only root can arrange) there is nothing it could disagree with.
+// envUserAgrees says whether the environment's user could stand: it is
+// the name (NSS) of uid, the owner of the job's processes. One that is not
+// is a forged or foreign environment, logged once and counted. Without a
+// uid (every process of the job is root's, which only root can arrange)
+// there is nothing it could disagree with.
 func (d *Discoverer) envUserAgrees(user string, uid int, problem Problem) bool {
 	if user == "" {
 		return false
@@ -254,15 +294,62 @@ func (d *Discoverer) environOf(ctx context.Context, j *Job, problem Problem) map
 	return nil
 }
 
-// ownerOf returns the uid owning the job's first non-root process (v2
-// paths carry no uid), or -1.
+// ownerOf returns the uid of the job's oldest non-root process (v2 paths
+// carry no uid), or -1. The oldest by the kernel's start time is the first
+// process slurmstepd started as the job's user (the batch script, the
+// extern step's sleep or a task): everything the user runs later, a
+// rootless container's processes under a /etc/subuid uid included, starts
+// after it, and pids, which wrap, cannot tell that order. A process whose
+// start time cannot be read comes after those whose can.
 func (d *Discoverer) ownerOf(j *Job) int {
-	for _, pid := range j.PIDs() {
+	pids := slices.Clone(j.PIDs())
+	starts := make(map[int]uint64, len(pids))
+	for _, pid := range pids {
+		st, ok := d.cfg.ProcStart(filepath.Join(d.cfg.ProcFS, strconv.Itoa(pid)))
+		if !ok {
+			st = math.MaxUint64
+		}
+		starts[pid] = st
+	}
+	slices.SortStableFunc(pids, func(a, b int) int { return cmp.Compare(starts[a], starts[b]) })
+	for _, pid := range pids {
 		if uid, ok := d.cfg.ProcOwner(filepath.Join(d.cfg.ProcFS, strconv.Itoa(pid))); ok && uid != 0 {
 			return uid
 		}
 	}
 	return -1
+}
+
+// statStart is a process's start time (clock ticks after boot, field 22
+// of procDir/stat), read without blocking or following a symlink.
+func statStart(procDir string) (uint64, bool) {
+	fd, err := openRegular(unix.AT_FDCWD, procDir+"/stat", false)
+	if err != nil {
+		return 0, false
+	}
+	defer unix.Close(fd)
+	b, _, err := readAllFd(fd, 4<<10, true)
+	if err != nil {
+		return 0, false
+	}
+	return parseStatStart(b)
+}
+
+// parseStatStart reads field 22 of a stat line. The command name (field 2)
+// is the process's to choose and may hold spaces and parentheses: fields
+// are counted after its last ')'.
+func parseStatStart(b []byte) (uint64, bool) {
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[i+1:]) // fields 3 onwards
+	if len(f) < 20 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(f[19], 10, 64)
+	return v, err == nil
 }
 
 // statusUID is the real uid in procDir/status: the user who runs the

@@ -54,6 +54,9 @@ type queue struct {
 	next     time.Time
 	failures int // in a row
 	st       QueueStatus
+	// answeredFrom is when the run of the latest good answer started: an
+	// answer knows the jobs whose directories existed then.
+	answeredFrom time.Time
 }
 
 func newQueue(cfg Config, log *slog.Logger) *queue {
@@ -91,10 +94,10 @@ func (q *queue) want(req QueueRequest) {
 	q.running = true
 	q.st.Running = q.now()
 	q.wg.Add(1)
-	go q.runOnce(req)
+	go q.runOnce(req, q.st.Running)
 }
 
-func (q *queue) runOnce(req QueueRequest) {
+func (q *queue) runOnce(req QueueRequest, started time.Time) {
 	defer q.wg.Done()
 	ctx, cancel := context.WithTimeout(q.base, q.timeout)
 	jobs, err := q.run(ctx, req)
@@ -137,6 +140,24 @@ func (q *queue) runOnce(req QueueRequest) {
 		}
 	}
 	q.st.Up, q.st.Backoff, q.st.LastSuccess, q.st.Jobs = 1, 0, now, len(jobs)
+	q.answeredFrom = started
+}
+
+// answered says whether a good answer has come from a run that started at
+// or after since (a job first seen then is in it, if slurmctld knows it).
+func (q *queue) answered(since time.Time) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return !q.answeredFrom.IsZero() && !q.answeredFrom.Before(since)
+}
+
+// due says whether squeue is answering (its latest run succeeded) and the
+// answer for a job first seen at since is still to come: squeue is then
+// expected to give the job's identity within the hold time.
+func (q *queue) due(since time.Time) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.st.Up == 1 && q.answeredFrom.Before(since)
 }
 
 func (q *queue) status() QueueStatus {

@@ -47,6 +47,9 @@ type ScanStats struct {
 	// Skipped counts the directories of this pass that were not exported
 	// as a job, by reason.
 	Skipped map[string]int
+	// Held counts the jobs of this pass not exported yet: new jobs whose
+	// identity squeue is about to give (Discoverer.held).
+	Held int
 }
 
 func newScanStats() ScanStats {

@@ -89,7 +89,8 @@ func TestSLUIDFromSqueue(t *testing.T) {
 		Queue: func(ctx context.Context, req QueueRequest) ([]slurmcli.NodeJob, error) {
 			reqs = append(reqs, req)
 			defer func() { done <- struct{}{} }()
-			return []slurmcli.NodeJob{{ID: "12", SLUID: "sDVNM87V3K9PQ0", User: "carol", UID: 1003, Account: "bio", StartTime: 1795000600}}, nil
+			return []slurmcli.NodeJob{{ID: "12", SLUID: "sDVNM87V3K9PQ0", User: "carol", UID: 1003, Account: "bio", StartTime: 1795000600},
+				{ID: "8", SLUID: "sDVNM87TZNTB00", User: "bob", UID: 1002, StartTime: 1795000400}}, nil
 		},
 	})
 	defer d.Close()

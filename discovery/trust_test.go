@@ -161,8 +161,8 @@ func TestEnvironJobIDCorrectedBySqueue(t *testing.T) {
 	d := New(cfg)
 	defer d.Close()
 	j := d.Discover(t.Context(), nil)[0]
-	if j.ID != "4242" || j.Meta.Source != SourceEnviron || j.Meta.Account != "forged" {
-		t.Fatalf("squeue down: %s %+v, want the environment's values marked environ", j.ID, j.Meta)
+	if j.ID != "4242" || j.Meta.Source != SourceEnviron || j.Meta.Account != "" || j.Meta.User != "alice" {
+		t.Fatalf("squeue down: %s %+v, want the environment's id marked environ, the owner's name and no account", j.ID, j.Meta)
 	}
 	waitFor(t, func() bool { return d.Status().Queue.Up == 0 })
 	sq.setUp()
@@ -177,10 +177,10 @@ func TestEnvironJobIDCorrectedBySqueue(t *testing.T) {
 	}
 }
 
-// With squeue down at first, an environment whose user is the processes'
-// owner gives the user and account, marked environ; squeue, once back,
-// replaces them. One whose user is not the owner's name gives neither:
-// dropped, counted.
+// With squeue down at first, the environment gives no identity: the user
+// is the processes' owner's name, the account empty until squeue, once
+// back, gives it. An environment whose user is not the owner's name is
+// reported (environ_user_mismatch) and counted.
 func TestEnvironUserAgainstUID(t *testing.T) {
 	cg, proc := t.TempDir(), t.TempDir()
 	addJob(t, cg, proc, "job_10", 4010, "SLURM_JOB_ID=10\x00SLURM_JOB_USER=alice\x00SLURM_JOB_ACCOUNT=hint\x00SLURM_JOB_START_TIME=1795000000\x00")
@@ -196,8 +196,8 @@ func TestEnvironUserAgainstUID(t *testing.T) {
 	var problems []string
 	problem := func(c string, err error) { problems = append(problems, c) }
 	jobs := d.Discover(t.Context(), problem)
-	if m := jobs[0].Meta; m.User != "alice" || m.Account != "hint" || m.Source != SourceEnviron {
-		t.Errorf("job 10, squeue down: %+v, want the environment's values marked environ", m)
+	if m := jobs[0].Meta; m.User != "alice" || m.Account != "" || m.Source != SourceEnviron {
+		t.Errorf("job 10, squeue down: %+v, want the owner's name, no account, the start time marked environ", m)
 	}
 	if m := jobs[1].Meta; m.User != "alice" || m.Account != "" || m.UID != 1001 {
 		t.Errorf("job 11: %+v, want the owner's name and no account", m)

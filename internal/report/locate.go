@@ -298,8 +298,10 @@ func describe(cands []*candidate) string {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		fmt.Fprintf(&b, "  key %s  user %s  cluster %s  nodes %s  samples %s .. %s", c.key, orDash(c.labels[lUser]),
-			orDash(c.labels[lClust]), strings.Join(c.nodes, ","), c.first.UTC().Format(time.RFC3339),
+		// One line per candidate: stderr's filter keeps newlines, and a
+		// cluster name or user holding one would add a fake candidate.
+		fmt.Fprintf(&b, "  key %s  user %s  cluster %s  nodes %s  samples %s .. %s", termSafe(c.key), termSafe(orDash(c.labels[lUser])),
+			termSafe(orDash(c.labels[lClust])), termSafe(strings.Join(c.nodes, ",")), c.first.UTC().Format(time.RFC3339),
 			c.last.UTC().Format(time.RFC3339))
 	}
 	return b.String()

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/jobscope/jobscope/internal/termsafe"
 )
 
 // Job names, users, accounts, executable paths and Slurm's error texts are
@@ -14,62 +16,11 @@ import (
 // terminals. termSafe is the one filter every line of text and every CSV
 // cell goes through on its way out.
 
-// unsafeRune reports whether r may move the cursor, change the terminal's
-// state or disguise the text around it: C0 controls, DEL, C1 controls (a
-// UTF-8 terminal may act on U+009B as on ESC [), and the bidirectional
-// formatting characters (Trojan Source: U+202A-202E, U+2066-2069, and the
-// marks U+200E, U+200F, U+061C).
-func unsafeRune(r rune) bool {
-	switch {
-	case r < 0x20, r >= 0x7f && r <= 0x9f:
-		return true
-	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
-		return true
-	}
-	return false
-}
+// unsafeRune and termSafe are internal/termsafe's, which the logger
+// shares: see there what each rune becomes.
+func unsafeRune(r rune) bool { return termsafe.Unsafe(r) }
 
-// termSafe replaces each unsafe rune by one visible rune, so columns padded
-// and text clipped before stay aligned: a C0 control by its Unicode
-// control picture (ESC shows as ␛, BEL as ␇), DEL as ␡, anything else
-// (C1, bidi formatting, bytes that are not UTF-8) as U+FFFD. What follows an
-// ESC ("[2J") is then plain text.
-func termSafe(s string) string {
-	clean := true
-	for i, r := range s {
-		if unsafeRune(r) || r == utf8.RuneError && !validAt(s, i) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s) + 8)
-	for i, r := range s {
-		switch {
-		case r == utf8.RuneError && !validAt(s, i):
-			b.WriteRune(utf8.RuneError)
-		case r < 0x20:
-			b.WriteRune(0x2400 + r)
-		case r == 0x7f:
-			b.WriteRune(0x2421)
-		case unsafeRune(r):
-			b.WriteRune(utf8.RuneError)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-// validAt tells a real U+FFFD in s from a byte that is not UTF-8, which
-// range also reads as utf8.RuneError.
-func validAt(s string, i int) bool {
-	r, n := utf8.DecodeRuneInString(s[i:])
-	return r != utf8.RuneError || n > 1
-}
+func termSafe(s string) string { return termsafe.String(s) }
 
 // csvSafe is a CSV cell of text a user wrote: terminal-safe (the file is
 // often read with cat or less) and never taken for a formula by a
