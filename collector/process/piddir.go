@@ -79,7 +79,10 @@ func (d pidDir) openDir(name string) (pidDir, error) {
 // a proc file fills a read whole, so a read that leaves the buffer room to
 // spare was the last. A file that fills buf is errProcTooLarge.
 func (d pidDir) read(name string, buf []byte) ([]byte, error) {
-	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	// O_NONBLOCK: a planted FIFO's open would wait for a writer, and its
+	// read for data, holding a worker past the scrape's deadline; procfs
+	// files read the same either way.
+	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, openError(d.fd, name, d.sub(name), err)
 	}

@@ -2,6 +2,7 @@ package process
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"os"
@@ -9,8 +10,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
 
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/collectortest"
 )
 
 // TestSymlinksNotFollowed: the kernel makes no symlink of /proc/<pid>, its
@@ -168,5 +174,42 @@ func TestSymlinkErrorIsNotVanished(t *testing.T) {
 	r.classify(&ri, 7, err)
 	if ri.errs["bad_procfs_file"] == nil {
 		t.Fatalf("a dangling /proc/<pid> symlink was taken for an exited process: %v", ri.errs)
+	}
+}
+
+// TestFIFONotWaitedFor: a FIFO planted as /proc/<pid>/io, even one a
+// writer holds open without writing, is that file's bad_procfs_file and
+// the scrape returns, with the process's other files read.
+func TestFIFONotWaitedFor(t *testing.T) {
+	root := t.TempDir()
+	proc := filepath.Join(root, "proc")
+	writeProcFake(t, proc, procFakeProc{pid: 1000, comm: "fifo", state: "S", exe: "/usr/bin/fifo", utime: 100, start: 5000})
+	io := filepath.Join(proc, "1000", "io")
+	if err := os.Remove(io); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(io, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := os.OpenFile(io, os.O_RDWR, 0) // a writer that never writes
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	writeProcFakeJob(t, filepath.Join(root, "cgroup"), filepath.Join(root, "props"), "100", "alice", "phys",
+		map[string][]int{"step_0": {1000}})
+	problems := collector.NewProblems(nil)
+	c := newFixtureProcCollector(t, proc, ProcessOptions{TopN: 5, IO: ProcessIOOn, Level: collector.LevelFull})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ch := make(chan prometheus.Metric, 1024)
+	if err := c.Collect(collectortest.Scrape(ctx, "process", procFixtureJobs(t, root)(), problems), ch); err != nil {
+		t.Fatalf("scrape: %v", err)
+	}
+	if n := problems.Count("process", "bad_procfs_file"); n != 1 {
+		t.Errorf("bad_procfs_file counted %v times, want 1", n)
+	}
+	if got := procValues(t, c, procFixtureJobs(t, root), "100")["slurm_job_process_cpu_seconds_total{exe=/usr/bin/fifo}"]; got != 1 {
+		t.Errorf("the process's CPU = %v, want 1: its other files were not read", got)
 	}
 }
