@@ -35,13 +35,13 @@ var errSymlink = errors.New("a symlink where procfs has none: not followed")
 // open pays for the lstat telling a symlink from a file that is not a
 // directory.
 func openError(dirfd int, name, path string, err error) error {
-	if err == unix.ENOTDIR {
+	if errors.Is(err, unix.ENOTDIR) {
 		var st unix.Stat_t
 		if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
 			err = unix.ELOOP
 		}
 	}
-	if err == unix.ELOOP {
+	if errors.Is(err, unix.ELOOP) {
 		err = errSymlink
 	}
 	return &os.PathError{Op: "open", Path: path, Err: err}
