@@ -326,9 +326,9 @@ func (m *Mapper) fromProcesses(st *mapState, devs []Device, jobs []Job, present 
 
 // jobFromCgroupFile returns the job id in /proc/<pid>/cgroup ("" if none).
 func jobFromCgroupFile(path string, jobOf func(string) string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "" // the process exited: normal
+	b, truncated, err := readProcFile(path, maxCgroupFile)
+	if err != nil || truncated {
+		return "" // the process exited (normal), or no kernel's file
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		// hierarchy-id:controllers:path; the path is the third field.

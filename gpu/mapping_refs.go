@@ -3,7 +3,6 @@ package gpu
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 )
@@ -117,16 +116,17 @@ func canonUUID(s string) string {
 }
 
 // readGPUVars reads the GPU variables of one /proc/<pid>/environ; nil when
-// unreadable or when the process has none.
+// unreadable or when the process has none. A value over maxGPUValue is
+// dropped whole.
 func readGPUVars(path string) map[string]string {
-	b, err := os.ReadFile(path)
+	b, err := readEnviron(path)
 	if err != nil {
 		return nil
 	}
 	var vars map[string]string
 	for _, rec := range bytes.Split(b, []byte{0}) {
 		k, v, ok := strings.Cut(string(rec), "=")
-		if !ok {
+		if !ok || len(v) > maxGPUValue {
 			continue
 		}
 		for _, want := range slurmGPUVars {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -146,24 +147,33 @@ func TestBadCgroupFiles(t *testing.T) {
 	}
 }
 
-// denyRead makes path unreadable: its mode 000. Root reads such a file
-// anyway, and a link to a write-only sysfs attribute no longer stands in
-// for one (cgroupfs opens files with O_NOFOLLOW: a planted link is
-// read_failed, cgroupfs TestSymlinksNotFollowed), so as root the test is
-// skipped.
-func denyRead(t *testing.T, path string) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		t.Skip("root reads a file of mode 000, and links are not followed: no file root cannot read here")
-	}
-	if err := os.Chmod(path, 0); err != nil {
-		t.Fatal(err)
-	}
-}
+// deniedRootEnv hands TestPermissionDenied's prepared node to the copy of
+// the test that runs as an unprivileged uid.
+const deniedRootEnv = "JOBSCOPE_TEST_DENIED_ROOT"
 
+// unprivilegedUID runs the child: nobody's uid, which owns none of the
+// fixture's files.
+const unprivilegedUID = 65534
+
+// TestPermissionDenied: a file the exporter may not read is that file's
+// permission_denied; the job's other files are read. Root reads a file of
+// mode 000, and a planted link to an unreadable file is not followed
+// (cgroupfs opens with O_NOFOLLOW), so as root (CI) the tree is prepared
+// here and the checks run in a copy of this test under an unprivileged uid.
 func TestPermissionDenied(t *testing.T) {
-	root := badNode(t)
-	denyRead(t, filepath.Join(root, job100, "memory.stat"))
+	root := os.Getenv(deniedRootEnv)
+	if root == "" {
+		root = badNode(t)
+		if err := os.Chmod(filepath.Join(root, job100, "memory.stat"), 0); err != nil {
+			t.Fatal(err)
+		}
+		if os.Geteuid() == 0 {
+			runUnprivileged(t, "TestPermissionDenied", root)
+			return
+		}
+	} else if os.Geteuid() == 0 {
+		t.Fatal("the unprivileged copy runs as root")
+	}
 	r := newBadRun(t, root)
 	out := r.scrape(t)
 	if countSeries(out, `slurm_job_memory_stat_bytes{account="physics"`) != 0 {
@@ -174,6 +184,41 @@ func TestPermissionDenied(t *testing.T) {
 	}
 	if r.problems.Count("cgroup", "permission_denied") == 0 {
 		t.Error("permission_denied not counted")
+	}
+}
+
+// runUnprivileged runs test of this binary as unprivilegedUID over root,
+// the node the parent prepared, and fails if the child fails or does not
+// run the test to its end.
+func runUnprivileged(t *testing.T, test, root string) {
+	t.Helper()
+	// The child must reach root and the binary: t.TempDir's directories
+	// are root's with mode 0700, and so is the go command's build dir.
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(root), root, filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "cgroup.test")
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), bin, "-test.run=^"+test+"$", "-test.count=1", "-test.v")
+	cmd.Dir = root
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=/tmp", deniedRootEnv + "=" + root}
+	// Groups: none; root's supplementary groups would stay otherwise.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: unprivilegedUID, Gid: unprivilegedUID, Groups: []uint32{}}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s as uid %d: %v\n%s", test, unprivilegedUID, err, out)
+	}
+	if !strings.Contains(string(out), "--- PASS: "+test+" ") {
+		t.Fatalf("%s did not run as uid %d:\n%s", test, unprivilegedUID, out)
 	}
 }
 

@@ -16,7 +16,7 @@ type cgroupDescs struct {
 func newCgroupDescs() cgroupDescs {
 	return cgroupDescs{
 		info: collector.NewDesc("slurm_job_info",
-			"Slurm job running on this node. Metadata from the prolog's job-props directory, a job process's environment and a background squeue, merged field by field (metadata_source names those that gave a field, or none: filled in later). sluid is Slurm 26.05's unique job id (empty before 26.05); job_key tells apart jobs that reuse an id: the SLUID, else cluster/jobid/start time. Always 1.",
+			"Slurm job running on this node. Metadata from the prolog's job-props directory and a background squeue, which are trusted (props first, squeue filling what it lacks); until squeue answers, a job process's environment fills fields still empty, its user and account only where neither answered and its user is the name of the uid the job's processes run as. Failing those, user is that uid's name. metadata_source names the sources that gave a field (props, environ, squeue, joined by +), or none: filled in later. sluid is Slurm 26.05's unique job id (empty before 26.05); job_key tells apart jobs that reuse an id: the SLUID, else cluster/jobid/start time. Always 1.",
 			"jobid", "user", "account", "partition", "qos", "name", "cluster", "array_job_id", "array_task_id", "sluid", "job_key", "cgroup_version", "metadata_source"),
 		memUsage: collector.NewJobDesc("slurm_job_memory_usage_bytes",
 			"Memory charged to the job cgroup, page cache included (v2 memory.current, v1 memory.usage_in_bytes)."),

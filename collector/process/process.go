@@ -2,12 +2,12 @@ package process
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/procfs"
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
@@ -123,16 +123,17 @@ func NewProcessCollector(env *collector.Env, o ProcessOptions) (collector.Collec
 	o.Mounts = mounts
 	root := env.ProcFS
 	if root == "" {
-		root = procfs.DefaultMountPoint
+		root = "/proc"
 	}
-	pfs, err := procfs.NewFS(root)
-	if err != nil {
+	if st, err := os.Stat(root); err != nil {
 		return nil, fmt.Errorf("procfs at %s: %w", root, err)
+	} else if !st.IsDir() {
+		return nil, fmt.Errorf("procfs at %s: not a directory", root)
 	}
 	return &processCollector{
 		opts:   o,
 		env:    env,
-		reader: procReader{fs: pfs, root: root, mounts: mounts, threads: o.Threads, exe: o.Level == collector.LevelFull, statFDs: isProcfs(root)},
+		reader: procReader{root: root, mounts: mounts, threads: o.Threads, exe: o.Level == collector.LevelFull, statFDs: isProcfs(root)},
 		jobs:   collector.NewState(newProcJobAcct),
 		pool:   collector.NewJobPool(procReadWorkers),
 		d:      newProcDescs(),

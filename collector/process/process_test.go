@@ -108,8 +108,14 @@ func TestProcessGolden(t *testing.T) {
 // for job jobid.
 func procValues(t testing.TB, c collector.Collector, jobs func() []*discovery.Job, jobid string) map[string]float64 {
 	t.Helper()
+	return procValuesWith(t, c, jobs, jobid, collector.NewProblems(nil))
+}
+
+// procValuesWith is procValues reporting problems to p.
+func procValuesWith(t testing.TB, c collector.Collector, jobs func() []*discovery.Job, jobid string, p *collector.Problems) map[string]float64 {
+	t.Helper()
 	ch := make(chan prometheus.Metric, 1024)
-	if err := c.Collect(collectortest.Scrape(context.Background(), "process", jobs(), collector.NewProblems(nil)), ch); err != nil {
+	if err := c.Collect(collectortest.Scrape(context.Background(), "process", jobs(), p), ch); err != nil {
 		t.Fatal(err)
 	}
 	close(ch)

@@ -4,52 +4,31 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
 )
 
-// The per-process files of the default scrape, read with raw syscalls into
-// a pooled buffer: an os.File costs two more syscalls per file (non-blocking
-// mode, poller registration) and the procfs library's parsers go through
-// fmt; a scrape of 3,000 processes reads 6,000 such files. Profiled on
-// 128 jobs of 6 processes, the library path spent a third of the process
-// collector's time outside the kernel's own work.
+// The per-process files are read with raw syscalls into pooled buffers
+// (pidDir): an os.File costs two more syscalls per file (non-blocking mode,
+// poller registration) and the procfs library's parsers go through fmt; a
+// scrape of 3,000 processes reads 6,000 such files. Profiled on 128 jobs of
+// 6 processes, the library path spent a third of the process collector's
+// time outside the kernel's own work.
 
-var procBufs = sync.Pool{New: func() any { b := make([]byte, 4096); return &b }}
+// procScratch holds one reader's buffers: a file, a link target and a
+// directory listing are used at the same time (fd targets while listing
+// fd/, a thread's files while listing task/).
+type procScratch struct {
+	file, link, dents []byte
+}
+
+var procBufs = sync.Pool{New: func() any {
+	return &procScratch{file: make([]byte, 4096), link: make([]byte, unix.PathMax), dents: make([]byte, 4096)}
+}}
 
 var errProcTooLarge = errors.New("larger than 4 KiB")
-
-// readRaw reads root/<pid>/<name> with one open, one read and one close: a
-// proc file fills a read whole, so a read that leaves the buffer room to
-// spare was the last.
-func (r *procReader) readRaw(pid int, name string, buf []byte) ([]byte, error) {
-	path := r.root + "/" + strconv.Itoa(pid) + "/" + name
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	defer unix.Close(fd)
-	n := 0
-	for {
-		m, err := unix.Read(fd, buf[n:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &os.PathError{Op: "read", Path: path, Err: err}
-		}
-		n += m
-		switch {
-		case m == 0 || n < len(buf):
-			return buf[:n], nil
-		case n == len(buf):
-			return nil, &os.PathError{Op: "read", Path: path, Err: errProcTooLarge}
-		}
-	}
-}
 
 // rawStat is what the collector uses of /proc/<pid>/stat.
 type rawStat struct {
@@ -162,18 +141,59 @@ func parseIO(b []byte) ([procNIO]uint64, error) {
 // a stat of /proc/<pid>/fd gives their number as its size: one syscall
 // instead of listing the directory. A size of 0 (an older kernel, a process
 // with no descriptor, or a fixture tree) falls back to the listing.
-func (r *procReader) fdCount(pid int, list func() (int, error)) (int, error) {
+func (r *procReader) fdCount(d pidDir, buf []byte) (int, error) {
 	if r.statFDs {
-		var st unix.Stat_t
-		if err := unix.Stat(r.root+"/"+strconv.Itoa(pid)+"/fd", &st); err == nil && st.Size > 0 {
-			return int(st.Size), nil
+		if size, ok := d.dirSize("fd"); ok && size > 0 {
+			return int(size), nil
 		}
 	}
-	return list()
+	fds, err := d.openDir("fd")
+	if err != nil {
+		return 0, err
+	}
+	defer fds.close()
+	n := 0
+	err = fds.each(buf, func([]byte) { n++ })
+	return n, err
 }
 
 // isProcfs reports whether root is a mounted procfs (not a fixture tree).
 func isProcfs(root string) bool {
 	var fs unix.Statfs_t
 	return unix.Statfs(root, &fs) == nil && fs.Type == unix.PROC_SUPER_MAGIC
+}
+
+// parseCtxtSwitches reads a thread's voluntary and involuntary context
+// switches from its status file.
+func parseCtxtSwitches(b []byte) ([procNCounters]uint64, error) {
+	keys := [procNCounters]string{procCtrVoluntary: "voluntary_ctxt_switches", procCtrInvoluntary: "nonvoluntary_ctxt_switches"}
+	var out [procNCounters]uint64
+	var seen [procNCounters]bool
+	for len(b) > 0 {
+		line := b
+		if j := bytes.IndexByte(b, '\n'); j >= 0 {
+			line, b = b[:j], b[j+1:]
+		} else {
+			b = nil
+		}
+		k, v, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		for i, key := range keys {
+			if string(k) == key && !seen[i] {
+				n, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 10, 64)
+				if err != nil {
+					return out, fmt.Errorf("status %s: %w", key, err)
+				}
+				out[i], seen[i] = n, true
+			}
+		}
+	}
+	for i, ok := range seen {
+		if !ok {
+			return out, fmt.Errorf("status: no %s line", keys[i])
+		}
+	}
+	return out, nil
 }

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"github.com/prometheus/procfs"
 )
 
 // procPFKthread is PF_KTHREAD in /proc/<pid>/stat's flags: kernel threads can
@@ -117,7 +115,6 @@ func (ri *procReadIssues) merge(o *procReadIssues) {
 
 // procReader reads the procfs files of given pids.
 type procReader struct {
-	fs      procfs.FS
 	root    string
 	mounts  []string
 	threads bool
@@ -136,7 +133,9 @@ func (r *procReader) classify(ri *procReadIssues, pid int, err error) {
 	if err == nil || procVanished(err) {
 		return
 	}
-	if _, serr := os.Stat(filepath.Join(r.root, strconv.Itoa(pid))); procVanished(serr) {
+	// Lstat: a planted symlink to nowhere as /proc/<pid> is reported,
+	// not taken for an exited process.
+	if _, serr := os.Lstat(filepath.Join(r.root, strconv.Itoa(pid))); procVanished(serr) {
 		return
 	}
 	if errors.Is(err, fs.ErrPermission) {
@@ -159,43 +158,41 @@ func (r *procReader) readJob(pids []int, js *procJobSample, withIO bool, ri *pro
 }
 
 func (r *procReader) readProc(pid int, js *procJobSample, withIO bool, ri *procReadIssues) {
-	bp := procBufs.Get().(*[]byte)
+	bp := procBufs.Get().(*procScratch)
 	defer procBufs.Put(bp)
-	b, err := r.readRaw(pid, "stat", *bp)
-	if err != nil {
-		if !procVanished(err) {
+	d, err := openPIDDir(r.root, pid)
+	if err == nil {
+		defer d.close()
+		var b []byte
+		if b, err = d.read("stat", bp.file); err == nil {
 			ri.found++
+			r.readOpenProc(d, pid, b, js, withIO, ri, bp)
+			return
 		}
-		r.classify(ri, pid, err)
-		return
 	}
-	ri.found++
+	if !procVanished(err) {
+		ri.found++
+	}
+	r.classify(ri, pid, err)
+}
+
+// readOpenProc reads the rest of a process whose stat (b) was read.
+func (r *procReader) readOpenProc(d pidDir, pid int, b []byte, js *procJobSample, withIO bool, ri *procReadIssues, bp *procScratch) {
 	st, err := parseStat(b)
 	if err != nil {
-		r.classify(ri, pid, fmt.Errorf("%s/%d/%w", r.root, pid, err))
+		r.classify(ri, pid, fmt.Errorf("%s/%w", d.path, err))
 		return
 	}
 	if st.flags&procPFKthread != 0 {
 		return
 	}
-	// The procfs library's handle, for what the default scrape does not
-	// read (executables, fd targets, threads) and the fd listing fallback.
-	var p procfs.Proc
-	proc := func() (procfs.Proc, error) {
-		if p.PID != 0 {
-			return p, nil
-		}
-		var err error
-		p, err = r.fs.Proc(pid)
-		return p, err
-	}
 	var exe string
 	if r.exe {
-		if p, err := proc(); err != nil {
+		switch t, err := d.readlink("exe", bp.link); {
+		case err == nil:
+			exe = string(t)
+		case !errors.Is(err, fs.ErrNotExist): // none: a zombie's or kernel thread's
 			r.classify(ri, pid, err)
-		} else if exe, err = p.Executable(); err != nil {
-			r.classify(ri, pid, err)
-			exe = ""
 		}
 	}
 	js.processes[procStateIndex(st.state)]++
@@ -209,10 +206,10 @@ func (r *procReader) readProc(pid int, js *procJobSample, withIO bool, ri *procR
 	if withIO {
 		// The process-wide file: it keeps the IO of exited threads and
 		// takes in that of the children the process reaps.
-		if b, err := r.readRaw(pid, "io", *bp); err != nil {
+		if b, err := d.read("io", bp.file); err != nil {
 			r.classify(ri, pid, err)
 		} else if io, err := parseIO(b); err != nil {
-			r.classify(ri, pid, fmt.Errorf("%s/%d/%w", r.root, pid, err))
+			r.classify(ri, pid, fmt.Errorf("%s/%w", d.path, err))
 		} else {
 			ps.io, ps.hasIO = io, true
 		}
@@ -221,18 +218,8 @@ func (r *procReader) readProc(pid int, js *procJobSample, withIO bool, ri *procR
 
 	if len(r.mounts) > 0 {
 		// The fd links are read anyway: their number is the fd count.
-		if p, err := proc(); err != nil {
-			r.classify(ri, pid, err)
-		} else {
-			r.countFiles(p, pid, js, ri)
-		}
-	} else if n, err := r.fdCount(pid, func() (int, error) {
-		p, err := proc()
-		if err != nil {
-			return 0, err
-		}
-		return p.FileDescriptorsLen()
-	}); err == nil {
+		r.countFiles(d, pid, js, ri, bp)
+	} else if n, err := r.fdCount(d, bp.dents); err == nil {
 		js.fds += n
 	} else {
 		r.classify(ri, pid, err)
@@ -240,30 +227,61 @@ func (r *procReader) readProc(pid int, js *procJobSample, withIO bool, ri *procR
 	if !r.threads {
 		return
 	}
-	tids, err := r.fs.AllThreads(pid)
+	tasks, err := d.openDir("task")
 	if err != nil {
 		r.classify(ri, pid, err)
 		return
 	}
-	for _, t := range tids {
-		r.readThread(pid, t, js, ri)
+	defer tasks.close()
+	// The tids are listed first: each thread's reads need the file buffer.
+	var tidBuf [64]int
+	tids := tidBuf[:0]
+	if err := tasks.each(bp.dents, func(name []byte) {
+		if tid, ok := atoiName(name); ok {
+			tids = append(tids, tid)
+		}
+	}); err != nil {
+		r.classify(ri, pid, err)
+		return
+	}
+	for _, tid := range tids {
+		r.readThread(tasks, pid, tid, js, ri, bp.file)
 	}
 }
 
-func (r *procReader) countFiles(p procfs.Proc, pid int, js *procJobSample, ri *procReadIssues) {
-	targets, err := p.FileDescriptorTargets()
+// countFiles counts a process's fds, and those whose target lies under
+// each mount. fd/<n> are symlinks by nature: their targets are read, never
+// opened.
+func (r *procReader) countFiles(d pidDir, pid int, js *procJobSample, ri *procReadIssues, bp *procScratch) {
+	fds, err := d.openDir("fd")
 	if err != nil {
 		r.classify(ri, pid, err)
 		return
 	}
-	js.fds += len(targets)
-	for _, t := range targets {
+	defer fds.close()
+	var linkErr error
+	err = fds.each(bp.dents, func(name []byte) {
+		js.fds++
+		t, err := fds.readlink(string(name), bp.link)
+		if err != nil {
+			// A descriptor closed since the listing is normal; anything
+			// else (a planted regular file) is reported once below.
+			if !procVanished(err) && linkErr == nil {
+				linkErr = err
+			}
+			return
+		}
+		target := string(t)
 		for i, m := range r.mounts {
-			if procUnderMount(t, m) {
+			if procUnderMount(target, m) {
 				js.files[i]++
 			}
 		}
+	})
+	if err == nil {
+		err = linkErr
 	}
+	r.classify(ri, pid, err)
 }
 
 // procUnderMount matches by path: fd targets come from the kernel's d_path, so
@@ -275,22 +293,35 @@ func procUnderMount(target, mount string) bool {
 	return len(target) == len(mount) || mount == "/" || target[len(mount)] == '/'
 }
 
-func (r *procReader) readThread(pid int, t procfs.Proc, js *procJobSample, ri *procReadIssues) {
-	st, err := t.Stat()
+// readThread reads task/<tid>/stat and status of process pid.
+func (r *procReader) readThread(tasks pidDir, pid, tid int, js *procJobSample, ri *procReadIssues, buf []byte) {
+	t, err := tasks.openDir(strconv.Itoa(tid))
 	if err != nil {
 		r.classify(ri, pid, err)
 		return
 	}
-	js.threads[procStateIndex(st.State)]++
-	ts := procTaskSample{key: procTaskKey{pid: pid, tid: t.PID, start: st.Starttime}}
+	defer t.close()
+	b, err := t.read("stat", buf)
+	if err != nil {
+		r.classify(ri, pid, err)
+		return
+	}
+	st, err := parseStat(b)
+	if err != nil {
+		r.classify(ri, pid, fmt.Errorf("%s/%w", t.path, err))
+		return
+	}
+	js.threads[procStateIndex(st.state)]++
+	ts := procTaskSample{key: procTaskKey{pid: pid, tid: tid, start: st.starttime}}
 	// /proc/<pid>/status holds the main thread's switches only: each
 	// thread's own file is the one place to read them.
-	status, err := t.NewStatus()
-	if err != nil {
+	if b, err = t.read("status", buf); err != nil {
 		r.classify(ri, pid, err)
 		return
 	}
-	ts.ctrs[procCtrVoluntary] = status.VoluntaryCtxtSwitches
-	ts.ctrs[procCtrInvoluntary] = status.NonVoluntaryCtxtSwitches
+	if ts.ctrs, err = parseCtxtSwitches(b); err != nil {
+		r.classify(ri, pid, fmt.Errorf("%s/%w", t.path, err))
+		return
+	}
 	js.tasks = append(js.tasks, ts)
 }
