@@ -71,7 +71,7 @@ type jobAlert struct {
 	Start     int64     `json:"start"`
 }
 
-func ledgerKey(user, alert string) string   { return user + "\x00" + alert }
+func ledgerKey(user, alert string) string  { return user + "\x00" + alert }
 func jobAlertKey(key, alert string) string { return key + "\x00" + alert }
 
 func newState() *state {
