@@ -56,7 +56,7 @@ func decodePayload(r io.Reader) ([]Alert, []error, error) {
 	var p payload
 	dec := json.NewDecoder(r)
 	if err := dec.Decode(&p); err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", errBadPayload, err)
+		return nil, nil, fmt.Errorf("%w: %w", errBadPayload, err)
 	}
 	if dec.More() {
 		return nil, nil, fmt.Errorf("%w: data after the JSON object", errBadPayload)
