@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 
@@ -115,4 +116,26 @@ func FuzzDecodePayload(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The shipped example parses as it is (the token file is read at start,
+// not here), and dry_run is on unless a site turns it off.
+func TestExampleConfig(t *testing.T) {
+	b, err := os.ReadFile("../../contrib/notify/notify.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseConfig(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !*c.DryRun || len(c.Actions) != 0 {
+		t.Errorf("example: dry_run %v, actions %v; want dry run and no action", *c.DryRun, c.Actions)
+	}
+	if _, err := ParseConfig(append(b, []byte("\nsmtp_host: x\n")...)); err == nil {
+		t.Error("an unknown key was accepted")
+	}
+	if _, err := ParseConfig([]byte("smtp: {from: a@b.example}\naddress_template: \"{user}@x.example\"\n")); err == nil {
+		t.Error("a config without webhook_token_file was accepted")
+	}
 }
