@@ -27,7 +27,7 @@ func (e *engine) maybeAct(ctx context.Context, now time.Time, a Alert, ja *jobAl
 	case ActionNotifyAdmins:
 		ja.Acted = true
 		o := Owner{JobID: a.JobID, User: ja.User, UID: ja.UID}
-		r := renderAction(ActionNotifyAdmins, a, o, ja.WarnedAt, false)
+		r := renderAction(ActionNotifyAdmins, a, o, ja.WarnedAt)
 		e.queue(now, &outgoing{To: e.cfg.Admins, Subject: r.Subject, Text: r.Text, What: "admin notice of job " + a.JobID})
 		e.m.actions.WithLabelValues(ActionNotifyAdmins, actDone).Inc()
 		e.log.Info("action: admins notified", "job", a.JobID, "user", ja.User, "alert", a.Name, "value", textSafe(a.Value),
@@ -72,7 +72,7 @@ func (e *engine) cancel(ctx context.Context, now time.Time, a Alert, ja *jobAler
 	ja.Acted = true
 	e.m.actions.WithLabelValues(ActionCancel, actDone).Inc()
 	e.log.Warn("action: job cancelled", evidence...)
-	r := renderAction(ActionCancel, a, o, ja.WarnedAt, false)
+	r := renderAction(ActionCancel, a, o, ja.WarnedAt)
 	to := append([]string(nil), e.cfg.Admins...)
 	if addr, err := ownerAddress(e.cfg.AddressTemplate, o.User, o.MailUser); err == nil {
 		to = append([]string{addr}, to...)

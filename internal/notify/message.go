@@ -167,11 +167,8 @@ func digestHTML(v digestView) string {
 // renderAction writes the mail about an action taken on a job, to the
 // owner and the admins: what was done, why (the alert's figures) and when
 // the owner had been warned.
-func renderAction(action string, a Alert, o Owner, warned time.Time, dryRun bool) renderedMessage {
+func renderAction(action string, a Alert, o Owner, warned time.Time) renderedMessage {
 	verb := map[string]string{ActionCancel: "was cancelled", ActionNotifyAdmins: "is reported to the admins"}[action]
-	if dryRun {
-		verb = "would have been cancelled (dry run: nothing was done)"
-	}
 	var b strings.Builder
 	w := func(format string, args ...any) { b.WriteString(textSafe(fmt.Sprintf(format, args...)) + "\n") }
 	w("Job %s of user %s (uid %d) on cluster %s %s by jobscope notify.", a.JobID, o.User, o.UID, orDash(a.Cluster), verb)

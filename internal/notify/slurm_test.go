@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"errors"
 	"testing"
 	"time"
 )
@@ -17,7 +18,7 @@ func TestParseSqueueHostileName(t *testing.T) {
 	if o.User != "alice" || o.UID != 1001 || o.State != "RUNNING" || o.Start != time.Date(2026, 11, 21, 12, 9, 43, 0, time.UTC).Unix() {
 		t.Errorf("owner %+v", o)
 	}
-	if _, err := parseSqueue([]byte(out), "10", d, time.UTC); err != errJobNotFound {
+	if _, err := parseSqueue([]byte(out), "10", d, time.UTC); !errors.Is(err, errJobNotFound) {
 		t.Errorf("job 10: %v, want not found", err)
 	}
 }
