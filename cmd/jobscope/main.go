@@ -18,6 +18,7 @@ import (
 
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/registry"
+	"github.com/jobscope/jobscope/internal/notify"
 	"github.com/jobscope/jobscope/internal/report"
 )
 
@@ -54,6 +55,10 @@ func subcommands() []subcommand {
 		// the same binary the nodes already have.
 		{name: "report", args: "JOBID...", help: "a job's efficiency report from Prometheus",
 			main: func(args []string) int { return report.Main(args, os.Stdout, os.Stderr, isTerminal(os.Stdout)) }},
+		// The receiver of Alertmanager's webhook: mails a running job's
+		// owner (as Slurm names them) and, where enabled, acts on the job.
+		{name: "notify", args: "--config FILE", help: "mail job owners about Alertmanager's job alerts",
+			main: func(args []string) int { return notify.Main(args, os.Stdout, os.Stderr) }},
 	}
 }
 
