@@ -24,6 +24,7 @@ type Exporter struct {
 	usage      *usageReader
 	shared     sharedCollections
 	pairs      *PairCache
+	caps       *labelCaps
 
 	durationDesc, successDesc, buildDesc, jobsDesc *Desc
 	discoveryDescs                                 discoveryDescs
@@ -59,7 +60,7 @@ func NewExporter(collectors map[string]Collector, o Options) *Exporter {
 		o.Problems = NewProblems(nil)
 	}
 	return &Exporter{
-		collectors: collectors, names: names, opts: o, problems: o.Problems, usage: newUsageReader(), pairs: NewPairCache(),
+		collectors: collectors, names: names, opts: o, problems: o.Problems, usage: newUsageReader(), pairs: NewPairCache(), caps: newLabelCaps(o.Logger),
 		durationDesc: NewDesc("jobscope_scrape_collector_duration_seconds",
 			"Time a collector took in this scrape.", "collector"),
 		successDesc: NewDesc("jobscope_scrape_collector_success",
