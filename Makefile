@@ -2,6 +2,7 @@
 #   make demo   build and run jobscope on a bundled demo node (no Slurm needed)
 #   make demo-report  the demo node, scraped by a throw-away Prometheus, then `jobscope report 100`
 #   make test   unit, golden, fuzz-seed and privileged tests (root runs the privileged ones)
+#   make test-race  the concurrent packages under the race detector, and concurrent scrapes of a -race binary
 #   make e2e    real Slurm + real Prometheus end-to-end test (root; installs what it needs)
 #   make vm-e2e jobscope as a systemd service in Debian 12, 13 and forky VMs (root; qemu)
 #   make bench  scrape benchmarks on generated 128/512-job trees
@@ -29,7 +30,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all build build-static demo demo-report test test-deps e2e vm-e2e bench bench-controller bench-bpf kernel-matrix generate emission-factors docs fuzz test-adversarial fmt vet lint clean gpu-bundle \
+.PHONY: all build build-static demo demo-report test test-race test-deps e2e vm-e2e bench bench-controller bench-bpf kernel-matrix generate emission-factors docs fuzz test-adversarial fmt vet lint clean gpu-bundle \
 	package package-deps package-test package-test-deps
 
 all: build
@@ -73,6 +74,21 @@ test: test-deps
 	JOBSCOPE_REQUIRE_PROMTOOL=$$(command -v promtool >/dev/null && echo 1) JOBSCOPE_REQUIRE_CHROMIUM=$$(command -v chromium >/dev/null && echo 1) $(GO) test -count=1 ./...
 	CGO_ENABLED=0 $(GO) build -tags nogpu -o /dev/null ./...
 	$(GO) vet ./...
+
+# The packages where goroutines share state: the collector framework and
+# collectors (concurrent collectors, shared collections, per-job state),
+# discovery (background squeue, metadata caches), the server (slots, idle
+# release, shutdown), the pollers, Slurm command runner and cache, GPU and
+# power readers, the report service. Left out: bpf (its tests load
+# programs one at a time; the race detector adds nothing there) and the
+# test tools. Then the binary itself, built with -race, under concurrent
+# scrapes of the demo node: any "DATA RACE" in its stderr fails the case.
+RACE_PKGS ?= ./collector/... ./discovery/... ./cmd/jobscope/ ./internal/poll/ ./internal/report/... \
+	./slurmcli/... ./gpu/... ./power/... ./cgroupfs/...
+test-race:
+	$(GO) test -race -count=1 $(RACE_PKGS)
+	$(GO) build -race -o $(BIN)-race ./cmd/jobscope
+	JOBSCOPE_BIN=$(CURDIR)/$(BIN)-race $(GO) test -count=1 -v -run '^TestRaceConcurrentScrapes$$' ./test/adversarial/
 
 # Every fuzz target of the module, FUZZTIME each (test/fuzz/run.sh); a
 # crasher lands in <package>/testdata/fuzz/ and plain go test replays it.

@@ -23,6 +23,8 @@ type Exporter struct {
 	serial     atomic.Uint64
 	usage      *usageReader
 	shared     sharedCollections
+	pairs      *PairCache
+	caps       *labelCaps
 
 	durationDesc, successDesc, buildDesc, jobsDesc *Desc
 	discoveryDescs                                 discoveryDescs
@@ -58,7 +60,7 @@ func NewExporter(collectors map[string]Collector, o Options) *Exporter {
 		o.Problems = NewProblems(nil)
 	}
 	return &Exporter{
-		collectors: collectors, names: names, opts: o, problems: o.Problems, usage: newUsageReader(),
+		collectors: collectors, names: names, opts: o, problems: o.Problems, usage: newUsageReader(), pairs: NewPairCache(), caps: newLabelCaps(o.Logger),
 		durationDesc: NewDesc("jobscope_scrape_collector_duration_seconds",
 			"Time a collector took in this scrape.", "collector"),
 		successDesc: NewDesc("jobscope_scrape_collector_success",
@@ -153,7 +155,10 @@ func (e *Exporter) collect(ctx context.Context, ch chan<- prometheus.Metric) {
 // newRound starts a scrape: the next serial number, and discovery run at
 // most once, when a collector first asks for the jobs.
 func (e *Exporter) newRound(ctx context.Context) *round {
-	r := &round{ctx: ctx, serial: e.serial.Add(1), problems: e.problems, usage: e.usage, gpu: e.opts.GPU}
+	// Pairs no collection used since the one before are dropped: what
+	// ended jobs labelled leaves the cache without any job left to ask.
+	e.pairs.rotate()
+	r := &round{ctx: ctx, serial: e.serial.Add(1), problems: e.problems, usage: e.usage, gpu: e.opts.GPU, pairs: e.pairs}
 	problem := func(cause string, err error) { e.problems.Report("discovery", cause, err) }
 	switch {
 	case e.opts.Discoverer != nil:

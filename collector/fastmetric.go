@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,44 +15,9 @@ import (
 // Per-job series are most of a node's output (60-odd per job), and
 // prometheus.MustNewConstMetric builds every label pair anew: ~19
 // allocations a series. JobSeries builds a job's label pairs once per scrape
-// and shares pairs of bounded extra labels (type="anon", core="3") across
-// jobs and scrapes, so a series costs one allocation and one label slice.
-// The pairs are never written after creation, which is what sharing needs.
-// Label names come from the Desc, never from parsing its text.
-
-// PairCache holds shared label pairs of bounded label values, by label
-// name then value (two lookups, no key to build: this runs for every
-// series).
-type PairCache struct {
-	mu    sync.Mutex
-	pairs map[string]map[string]*dto.LabelPair
-	n     int
-}
-
-// pairCacheMax bounds the cache; past it pairs are built per series.
-const pairCacheMax = 1 << 14
-
-// NewPairCache returns an empty cache; a collector keeps one for its life.
-func NewPairCache() *PairCache { return &PairCache{pairs: map[string]map[string]*dto.LabelPair{}} }
-
-func (c *PairCache) get(name, value string) *dto.LabelPair {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	byValue := c.pairs[name]
-	if p, ok := byValue[value]; ok {
-		return p
-	}
-	p := &dto.LabelPair{Name: &name, Value: &value}
-	if c.n < pairCacheMax {
-		if byValue == nil {
-			byValue = map[string]*dto.LabelPair{}
-			c.pairs[name] = byValue
-		}
-		byValue[value] = p
-		c.n++
-	}
-	return p
-}
+// and shares pairs of extra labels through a PairCache, so a series costs
+// one allocation and one label slice. Label names come from the Desc, never
+// from parsing its text.
 
 // JobSeries makes the series of one job in one scrape.
 type JobSeries struct {
@@ -82,7 +46,7 @@ func (js *JobSeries) Metric(d *Desc, t prometheus.ValueType, v float64, extra ..
 	if !d.job || len(extra) != len(names) {
 		return prometheus.NewInvalidMetric(d.prom, fmt.Errorf("%s: %d extra label values for per-job labels %v", d.Name, len(extra), d.Labels))
 	}
-	m := &fastMetric{desc: d.prom, typ: t, val: v, labels: js.base}
+	m := newFastMetric(d.prom, t, v, js.base)
 	if len(extra) > 0 {
 		labels := make([]*dto.LabelPair, 0, len(js.base)+len(extra))
 		labels = append(labels, js.base...)
@@ -115,25 +79,49 @@ func validUTF8(s string) string {
 }
 
 // fastMetric is a const metric whose label pairs are shared, read-only.
+// One collection serves every scrape that waited for it, so one fastMetric
+// is written out by several scrapes at once: everything Write hands out is
+// built here, once, and Write only copies pointers (as client_golang's own
+// const metrics do).
 type fastMetric struct {
 	desc    *prometheus.Desc
-	typ     prometheus.ValueType
 	val     float64
 	labels  []*dto.LabelPair
-	counter dto.Counter
-	gauge   dto.Gauge
+	counter *dto.Counter // exactly one of counter and gauge is set
+	gauge   *dto.Gauge
+	// cv and gv are what counter and gauge point to: one allocation for
+	// the whole series.
+	cv dto.Counter
+	gv dto.Gauge
+}
+
+func newFastMetric(desc *prometheus.Desc, t prometheus.ValueType, v float64, labels []*dto.LabelPair) *fastMetric {
+	m := &fastMetric{desc: desc, val: v, labels: labels}
+	if t == prometheus.CounterValue {
+		m.cv.Value = &m.val
+		m.counter = &m.cv
+	} else {
+		m.gv.Value = &m.val
+		m.gauge = &m.gv
+	}
+	return m
+}
+
+// withLabels returns a copy of m with other labels.
+func (m *fastMetric) withLabels(labels []*dto.LabelPair) *fastMetric {
+	t := prometheus.GaugeValue
+	if m.counter != nil {
+		t = prometheus.CounterValue
+	}
+	return newFastMetric(m.desc, t, m.val, labels)
 }
 
 func (m *fastMetric) Desc() *prometheus.Desc { return m.desc }
 
+// Write never writes to m (see fastMetric).
 func (m *fastMetric) Write(out *dto.Metric) error {
 	out.Label = m.labels
-	if m.typ == prometheus.CounterValue {
-		m.counter.Value = &m.val
-		out.Counter = &m.counter
-	} else {
-		m.gauge.Value = &m.val
-		out.Gauge = &m.gauge
-	}
+	out.Counter = m.counter
+	out.Gauge = m.gauge
 	return nil
 }

@@ -50,6 +50,6 @@ func section(b *strings.Builder, title, help string, descs []*Desc) {
 func FrameworkDescs() []*Desc {
 	e := NewExporter(nil, Options{})
 	dd := e.discoveryDescs
-	return []*Desc{e.durationDesc, e.successDesc, e.buildDesc, e.jobsDesc, NewProblems(nil).desc,
+	return []*Desc{e.durationDesc, e.successDesc, e.buildDesc, e.jobsDesc, NewProblems(nil).desc, e.caps.desc,
 		dd.dirs, dd.skipped, dd.squeueUp, dd.squeueRuns, dd.squeueErrors}
 }

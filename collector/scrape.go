@@ -27,6 +27,9 @@ type round struct {
 	usageMu sync.Mutex
 	usageOf map[*discovery.Job]*usageCell
 
+	// pairs shares label pairs across this collection's collectors.
+	pairs *PairCache
+
 	gpu        GPUSource
 	gpuOnce    sync.Once
 	gpuRead    *GPUReading
@@ -60,7 +63,7 @@ type ScrapeOptions struct {
 func NewScrape(ctx context.Context, name string, o ScrapeOptions) *Scrape {
 	jobs := o.Jobs
 	return (&round{ctx: ctx, serial: o.Serial, problems: o.Problems, listJobs: func() []*discovery.Job { return jobs },
-		usage: newUsageReader(), gpu: o.GPU}).view(name)
+		usage: newUsageReader(), gpu: o.GPU, pairs: NewPairCache()}).view(name)
 }
 
 func (r *round) view(name string) *Scrape { return &Scrape{round: r, name: name} }
@@ -81,6 +84,10 @@ func (s *Scrape) Jobs() []*discovery.Job {
 	})
 	return s.jobs
 }
+
+// Series starts the series of job j in this scrape; their label pairs
+// are shared with the other collectors and the next collections.
+func (s *Scrape) Series(j *discovery.Job) *JobSeries { return s.pairs.Job(j) }
 
 // Usage returns the job's cgroup usage in this scrape, reading it on the
 // first call of any collector.

@@ -110,9 +110,12 @@ func (e *Exporter) leave(f *flight) {
 	}
 }
 
-// gather runs one collection into a slice.
+// gather runs one collection into a slice, its label values cut to
+// LabelValueMax before any scrape sees it.
 func (e *Exporter) gather(ctx context.Context) []prometheus.Metric {
-	return collectAll(func(ch chan<- prometheus.Metric) { e.collect(ctx, ch) })
+	ms := collectAll(func(ch chan<- prometheus.Metric) { e.collect(ctx, ch) })
+	e.caps.apply(ms)
+	return append(ms, e.caps.metrics()...)
 }
 
 // collectAll returns what fn sends, received while fn runs.

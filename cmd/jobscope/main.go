@@ -117,8 +117,7 @@ func run(args []string) int {
 	// Requests' contexts derive from ctx: SIGTERM ends a scrape in flight
 	// (each collector sees its deadline pass and returns), so shutting down
 	// waits for no slow scrape.
-	srv := &http.Server{Handler: newMux(exp, opts, logger), ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return ctx }}
+	srv := newServer(newMux(exp, opts, logger), opts, func(net.Listener) context.Context { return ctx })
 	errc := make(chan error, 1)
 	go func() {
 		listen := []string{opts.listen}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"html/template"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -28,30 +29,62 @@ func newMux(exp *collector.Exporter, o *options, logger *slog.Logger) *http.Serv
 	}
 	// Each scrape reads every job: a burst of scrapers queues here rather
 	// than multiplying the node's load; one that waits past its deadline
-	// gets 503.
+	// gets 503. A slot covers gathering and encoding the answer into
+	// memory, never sending it: a client that does not read (or reads
+	// slowly) would otherwise keep its slot for as long as it stays
+	// connected, and every other scrape would get 503.
 	slots := make(chan struct{}, max(1, o.maxRequests))
 	idle := newIdleRelease(releaseQuiet, collector.Mode(o.mode) == collector.ModeNode)
 	mux := http.NewServeMux()
-	mux.Handle(o.metricsPath, withGzip(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle(o.metricsPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		idle.begin()
 		defer idle.end() // after the answer is written: its buffers are garbage too
-		ctx, cancel := context.WithTimeout(r.Context(), scrapeTimeout(r, o.scrapeTimeout))
+		timeout := scrapeTimeout(r, o.scrapeTimeout)
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		select {
 		case slots <- struct{}{}:
-			defer func() { <-slots }()
 		case <-ctx.Done():
 			http.Error(w, "too many concurrent scrapes", http.StatusServiceUnavailable)
 			return
 		}
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(exp.Bind(ctx), goColl, procColl)
-		promhttp.HandlerFor(reg, handlerOpts).ServeHTTP(w, r)
-	})))
+		answer := newAnswerBuffer()
+		func() {
+			defer func() { <-slots }()
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(exp.Bind(ctx), goColl, procColl)
+			withGzip(promhttp.HandlerFor(reg, handlerOpts)).ServeHTTP(answer, r)
+		}()
+		answer.send(w, time.Now().Add(writeTime(timeout)), logger)
+	}))
 	if o.metricsPath != "/" {
 		mux.HandleFunc("/", landing(exp, o))
 	}
 	return mux
+}
+
+// writeTime bounds sending an answer that is ready: a client that reads
+// slower loses its connection then. Prometheus gives up at its own scrape
+// timeout anyway, so the scrape's timeout (plus a second) is as long as
+// any scraper waits.
+func writeTime(scrape time.Duration) time.Duration { return scrape + time.Second }
+
+// Connection limits besides the write bound: a request's header and body
+// must arrive within readTime (slowloris), and a kept-alive connection
+// idle for idleTime is closed (Prometheus reuses its connection at every
+// scrape interval, commonly 15 s to 1 min).
+const (
+	readTime = 10 * time.Second
+	idleTime = 2 * time.Minute
+)
+
+// newServer builds the HTTP server. WriteTimeout is a backstop for every
+// handler (the landing page too); /metrics sets its own, shorter, write
+// deadline once its answer is ready.
+func newServer(h http.Handler, o *options, base func(net.Listener) context.Context) *http.Server {
+	return &http.Server{Handler: h, BaseContext: base,
+		ReadHeaderTimeout: readTime, ReadTimeout: readTime,
+		WriteTimeout: o.scrapeTimeout + writeTime(o.scrapeTimeout), IdleTimeout: idleTime}
 }
 
 // scrapeTimeout leaves Prometheus half a second to receive the answer.

@@ -63,7 +63,6 @@ type cgroupCollector struct {
 	opts    CgroupOptions
 	d       cgroupDescs
 	devices *deviceNames
-	pairs   *collector.PairCache
 	state   *collector.State[jobState]
 	readers sync.Pool
 	pool    *collector.JobPool
@@ -80,7 +79,7 @@ func NewCgroupCollector(opts CgroupOptions) collector.Collector {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	c := &cgroupCollector{opts: opts, d: newCgroupDescs(), devices: newDeviceNames(opts.SysFS), pairs: collector.NewPairCache(),
+	c := &cgroupCollector{opts: opts, d: newCgroupDescs(), devices: newDeviceNames(opts.SysFS),
 		state: collector.NewState(newJobState), pool: collector.NewJobPool(opts.Workers)}
 	c.readers.New = func() any { return cgroupfs.NewReader() }
 	return c
@@ -93,7 +92,7 @@ func (c *cgroupCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metr
 		r := c.readers.Get().(*cgroupfs.Reader)
 		defer c.readers.Put(r)
 		jr := &jobReader{Files: cgroupfs.NewFiles(r, s.Problem), r: r, s: s, ch: ch, d: &c.d, job: j, devices: c.devices,
-			series: c.pairs.Job(j), state: c.state.Job(s, j), now: c.opts.Now, full: c.opts.Level == collector.LevelFull}
+			series: s.Series(j), state: c.state.Job(s, j), now: c.opts.Now, full: c.opts.Level == collector.LevelFull}
 		defer jr.Close()
 		if j.Version == 2 {
 			jr.v2()

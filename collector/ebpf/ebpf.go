@@ -61,7 +61,6 @@ type ebpfCollector struct {
 	// in a hierarchy the programs key by, or it vanished).
 	keyOf func(j *discovery.Job) (bpf.Key, bool)
 	d     ebpfDescs
-	pairs *collector.PairCache
 	full  bool // --metrics.level=full: syscall IO and network packets too
 }
 
@@ -146,7 +145,7 @@ func dirKeys(v1 string, hier uint32) func(j *discovery.Job) (bpf.Key, bool) {
 }
 
 func newEBPFCollector(r bpf.Reader, keyOf func(*discovery.Job) (bpf.Key, bool), level collector.Level) *ebpfCollector {
-	return &ebpfCollector{reader: r, keyOf: keyOf, d: newEBPFDescs(), pairs: collector.NewPairCache(), full: level == collector.LevelFull}
+	return &ebpfCollector{reader: r, keyOf: keyOf, d: newEBPFDescs(), full: level == collector.LevelFull}
 }
 
 func (c *ebpfCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
@@ -163,7 +162,7 @@ func (c *ebpfCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric
 		if cnt == nil {
 			continue // nothing ran in the job since the programs were attached
 		}
-		c.emitJob(ch, c.pairs.Job(j), cnt, snap.Self.Network, s.Usage(j).CPUs)
+		c.emitJob(ch, s.Series(j), cnt, snap.Self.Network, s.Usage(j).CPUs)
 	}
 	c.emitSelf(ch, &snap.Self)
 	return nil

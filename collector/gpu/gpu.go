@@ -33,7 +33,6 @@ type gpuCollector struct {
 	source  collector.GPUSource
 	openErr error // why there is no backend (no driver: each scrape says no data)
 	d       gpuDescs
-	pairs   *collector.PairCache
 
 	xidJob  *collector.State[jobXid] // Xid counts per job GPU, dropped when the job ends
 	mu      sync.Mutex
@@ -61,7 +60,6 @@ func New(env *collector.Env) (collector.Collector, error) {
 	c := &gpuCollector{
 		source:  env.GPU,
 		d:       newGPUDescs(),
-		pairs:   collector.NewPairCache(),
 		xidJob:  collector.NewState(func() *jobXid { return &jobXid{} }),
 		xidNode: map[xidKey]float64{},
 	}
@@ -121,7 +119,7 @@ func (c *gpuCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric)
 		}
 		a, held := rd.Assign[d.UUID]
 		if j := byID[a.JobID]; held && j != nil {
-			series := c.pairs.Job(j)
+			series := s.Series(j)
 			ch <- series.Gauge(c.d.jobInfo, 1, append(dl, string(a.Method))...)
 			c.emitFields(ch, c.d.job, d, series.Metric)
 		} else {
@@ -204,7 +202,7 @@ func (c *gpuCollector) collectXid(s *collector.Scrape, ch chan<- prometheus.Metr
 	for _, j := range s.Jobs() {
 		c.xidJob.Job(s, j).Do(func(x *jobXid) {
 			for k, xc := range *x {
-				ch <- c.pairs.Job(j).Counter(c.d.jobXid, xc.n, append(xc.labels, strconv.FormatUint(k.xid, 10))...)
+				ch <- s.Series(j).Counter(c.d.jobXid, xc.n, append(xc.labels, strconv.FormatUint(k.xid, 10))...)
 			}
 		})
 	}

@@ -49,7 +49,7 @@ func (c *powerCollector) perJob(s *collector.Scrape, ch chan<- prometheus.Metric
 		ch <- c.d.unattributed.Counter(rest.Of(src), string(src))
 	}
 	for i, t := range totals {
-		series := c.pairs.Job(kept[i])
+		series := s.Series(kept[i])
 		for _, src := range sources {
 			ch <- series.Counter(c.d.jobEnergy, t.Joules.Of(src), string(src))
 		}

@@ -124,7 +124,6 @@ type powerCollector struct {
 	env    *collector.Env
 	opts   PowerOptions
 	d      powerDescs
-	pairs  *collector.PairCache
 	zones  []power.Zone
 	rapl   *poll.Poller[raplRead]
 	ipmi   *poll.Poller[power.DCMIReading]
@@ -163,7 +162,7 @@ func NewPowerCollector(env *collector.Env, o PowerOptions) (collector.Collector,
 	if env != nil && env.ProcFS != "" {
 		procfs = env.ProcFS
 	}
-	c := &powerCollector{env: env, opts: o, d: newPowerDescs(), pairs: collector.NewPairCache(), ledger: power.NewLedger(policy)}
+	c := &powerCollector{env: env, opts: o, d: newPowerDescs(), ledger: power.NewLedger(policy)}
 	if o.RAPL {
 		c.rapl, c.zones = newRAPLPoller(sysfs, o)
 	}

@@ -87,8 +87,7 @@ type processCollector struct {
 	env    *collector.Env
 	reader procReader
 
-	d     procDescs
-	pairs *collector.PairCache
+	d procDescs
 	// jobs keeps each job's accounting between scrapes; a job's lock is
 	// held from reading its processes to emitting its counters.
 	jobs *collector.State[procJobAcct]
@@ -137,7 +136,6 @@ func NewProcessCollector(env *collector.Env, o ProcessOptions) (collector.Collec
 		jobs:   collector.NewState(newProcJobAcct),
 		pool:   collector.NewJobPool(procReadWorkers),
 		d:      newProcDescs(),
-		pairs:  collector.NewPairCache(),
 	}, nil
 }
 
@@ -188,7 +186,7 @@ func (c *processCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Met
 	run := s.EachJob(c.pool, ch, func(j *discovery.Job, ch chan<- prometheus.Metric) {
 		var sample procJobSample
 		var jri procReadIssues
-		series := c.pairs.Job(j)
+		series := s.Series(j)
 		c.jobs.Job(s, j).Do(func(a *procJobAcct) {
 			// Read and fold under the job's lock: an older reading folded
 			// after a newer one would count an exited process twice.
