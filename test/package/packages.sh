@@ -61,7 +61,8 @@ for arch in "${ARCHES[@]}"; do
 		# Control data and maintainer scripts.
 		check_eq "$id deb: control" "$name $VERSION-1 $arch $other $other" \
 			"$(dpkg-deb -f "$deb" Package Version Architecture Conflicts Replaces | sed 's/^[A-Za-z-]*: //' | paste -sd' ')"
-		check_eq "$id deb: conffiles" /etc/default/jobscope "$(cat "$x/ctl/conffiles")"
+		check_eq "$id deb: conffiles" "/etc/default/jobscope /etc/jobscope/report-epilog.conf /etc/jobscope/report.yml" \
+			"$(sort "$x/ctl/conffiles" | paste -sd' ')"
 		check_eq "$id deb: maintainer scripts" "conffiles control md5sums postinst postrm prerm" "$(ls "$x/ctl" | paste -sd' ')"
 		for s in postinst:postinstall prerm:preremove postrm:postremove; do
 			check "$id deb: ${s%%:*} is contrib/packaging/scripts/${s#*:}.sh" cmp "$x/ctl/${s%%:*}" "contrib/packaging/scripts/${s#*:}.sh"
@@ -71,7 +72,10 @@ for arch in "${ARCHES[@]}"; do
 		check_eq "$id rpm: name version release arch" "$name $VERSION 1 $(rpm_arch "$arch")" \
 			"$(rpm -qp --qf '%{NAME} %{VERSION} %{RELEASE} %{ARCH}' "$rpm")"
 		check_eq "$id rpm: conflicts" "$other" "$(rpm -qp --conflicts "$rpm")"
-		check_eq "$id rpm: config files" /etc/sysconfig/jobscope "$(rpm -qcp "$rpm")"
+		check_eq "$id rpm: config files" "/etc/jobscope/report-epilog.conf /etc/jobscope/report.yml /etc/sysconfig/jobscope" \
+			"$(rpm -qcp "$rpm" | sort | paste -sd' ')"
+		check_eq "$id rpm: config files are noreplace" "" \
+			"$(rpm -qp --qf '[%{FILENAMES} %{FILEFLAGS:fflags}\n]' "$rpm" | awk '$2 ~ /c/ && $2 !~ /n/')"
 		check_same "$id rpm: rpm -qlp is the file list" <(expected rpm $variant "$arch" | awk '{ sub("/$", "", $2); print $2 }' | sort) \
 			<(rpm -qlp "$rpm" | sort)
 		check_same "$id rpm: entries, modes, owners and digests equal the deb's" \

@@ -85,6 +85,9 @@ expected() { # format variant arch
 	fi
 	cat <<-EOF
 		0644 $etc contrib/packaging/jobscope.default
+		0755 /etc/jobscope/ @
+		0644 /etc/jobscope/report.yml contrib/packaging/etc/report.yml
+		0644 /etc/jobscope/report-epilog.conf contrib/packaging/etc/report-epilog.conf
 		0755 /usr/bin/jobscope @
 		0644 /usr/lib/systemd/system/jobscope.service contrib/systemd/jobscope.service
 		0644 /usr/lib/systemd/system/jobscope-controller.service contrib/systemd/jobscope-controller.service
@@ -104,6 +107,7 @@ expected() { # format variant arch
 		0644 /usr/share/jobscope/prometheus/jobscope-recording-rules.yml contrib/prometheus/jobscope-recording-rules.yml
 		0644 /usr/share/jobscope/prometheus/jobscope-alert-rules.yml contrib/prometheus/jobscope-alert-rules.yml
 		0644 /usr/share/jobscope/prometheus/jobscope-usage-rules.yml contrib/prometheus/jobscope-usage-rules.yml
+		0644 /usr/share/jobscope/prometheus/jobscope-summary-rules.yml contrib/prometheus/jobscope-summary-rules.yml
 		0644 /usr/share/man/man1/jobscope.1.gz @
 		0755 /usr/share/doc/jobscope/ @
 		0644 /usr/share/doc/jobscope/copyright @
