@@ -51,9 +51,15 @@ for arch in "${ARCHES[@]}"; do
 		check_same "$id: man page is jobscope --help-man" <(run_bin "$arch" "$bin" --help-man 2>&1) \
 			<(zcat "$x/deb/usr/share/man/man1/jobscope.1.gz")
 		cr=$x/deb/usr/share/doc/jobscope/copyright
-		check_eq "$id: copyright names this version" "jobscope $VERSION" "$(head -1 "$cr" | cut -d' ' -f1-2)"
-		check_eq "$id: copyright lists every module and its licence" "" "$(modules $variant "$arch" |
-			while read -r mod ver _; do grep -Eq "^$mod +$ver +[A-Z]" "$cr" || echo "$mod $ver"; done)"
+		check "$id: copyright names this version" grep -qx "Comment: jobscope $VERSION (revision $(git rev-parse --short HEAD)).*" "$cr"
+		check "$id: copyright is in Debian's machine-readable format" /usr/bin/python3 test/package/dep5check.py "$cr"
+		check_eq "$id: copyright lists every module" "" "$(modules $variant "$arch" |
+			while read -r mod ver _; do grep -q "^Comment: Go module $mod $ver; " "$cr" || echo "$mod $ver"; done)"
+		# rpm's License: every licence the copyright file defines, libbpf's
+		# headers taken under BSD-2-Clause rather than LGPL-2.1.
+		check_eq "$id rpm: License names every licence compiled in" \
+			"$(awk 'prev == "" && /^License: / { print $2 } { prev = $0 }' "$cr" | grep -vx LGPL-2.1-only | paste -sd' ' | sed 's/ / AND /g')" \
+			"$(rpm -qp --qf '%{LICENSE}' "$rpm")"
 		if [ $variant = static ]; then
 			check_eq "$id: no NVIDIA module compiled in" "" "$(grep -i nvidia "$x/deb/usr/share/doc/jobscope/copyright")"
 		fi
