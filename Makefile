@@ -89,8 +89,8 @@ PKG_DEPS   := binutils gzip $(if $(filter arm64,$(PKG_ARCHES)),gcc-aarch64-linux
 # The package test: rpm (Debian's), debootstrap, qemu-user (runs the arm64
 # binaries), bpftool (pins a map for the purge to remove), curl, systemd-container
 # (boots the chroot with systemd running), iproute2 (the report test's own
-# network namespace).
-PKG_TEST_DEPS := rpm debootstrap qemu-user bpftool curl systemd-container iproute2
+# network namespace), python3-debian (parses the copyright file).
+PKG_TEST_DEPS := rpm debootstrap qemu-user bpftool curl systemd-container iproute2 python3-debian
 
 package: package-deps ## .deb and .rpm of jobscope and jobscope-static for PKG_ARCHES into dist/
 	VERSION='$(VERSION)' REVISION='$(REVISION)' GO='$(GO)' bash contrib/packaging/build.sh $(PKG_ARCHES)
