@@ -161,3 +161,4 @@ rmdir "$FS/etc/sysconfig" "$FS/etc/jobscope" 2>/dev/null
 check_same "rpm: the erase leaves the file system as before the install" "$WORK/before" <(snapshot)
 check_eq "rpm: no file mentions jobscope any more" "" "$(leftovers)"
 source "$ROOT/test/package/nspawn.sh"
+source "$ROOT/test/package/report.sh"
