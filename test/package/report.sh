@@ -66,6 +66,7 @@ check_eq "report: the enabled epilog is the packaged one" /usr/share/jobscope/sl
 	"$(inrt readlink -f /etc/slurm/epilog.d/jobscope-report.sh)"
 # Diagnostics only: the tree has no syslog to take the epilog's notes.
 echo "LOG=/var/tmp/report-epilog.log" >>"$RT/etc/jobscope/report-epilog.conf"
+grep -qw localhost "$RT/etc/hosts" 2>/dev/null || echo "127.0.0.1 localhost" >>"$RT/etc/hosts"
 mkdir -p "$RT/etc/prometheus"
 printf -- "- targets: ['127.0.0.1:10817']\n  labels: {cluster: hpc1}\n" >"$RT/etc/prometheus/jobscope-nodes.yml"
 cp -r testdata/demo "$RT/var/tmp/demo"
@@ -116,7 +117,7 @@ for s in "$RT"/etc/slurm/epilog.d/*; do
 done
 check_eq "report: the epilog exits 0" 0 "$epilog_rc"
 out=$RT/home/carol/job-200/jobscope-200.txt
-check_eq "report: jobscope-200.txt written by the job's user" "carol 600" "$(stat -c '%U %a' "$out" 2>&1)"
+check_eq "report: jobscope-200.txt written by the job's user (carol, uid $uid)" "$uid 600" "$(stat -c '%u %a' "$out" 2>&1)"
 check_eq "report: the report is job 200's" 'Job 200 "alphafold"|Owner     user carol; account biology; partition gpu; qos normal; cluster hpc1' \
 	"$(head -2 "$out" 2>&1 | paste -sd'|')"
 check "report: it says the job ended" grep -q '^State     ENDED' "$out"
