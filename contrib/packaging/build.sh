@@ -88,12 +88,10 @@ for arch in "$@"; do
 		# The copyright file (Debian's machine-readable format) and the
 		# licence texts: jobscope's, its eBPF programs', every module's.
 		GOARCH=$arch CGO_ENABLED=$cgo bash contrib/packaging/copyright.sh "$dir/doc" "$tags" "$VERSION" "$REVISION" \
-			"$dir/license" >"$dir/doc/copyright"
+			>"$dir/doc/copyright"
 		install -m 0644 LICENSE "$dir/doc/LICENSE"
 		install -m 0644 NOTICE "$dir/doc/NOTICE"
 		install -m 0644 bpf/LICENSE.GPL-2.0 "$dir/doc/LICENSE.GPL-2.0"
-		export PKG_LICENSE
-		PKG_LICENSE=$(cat "$dir/license")
 		chmod -R u=rwX,go=rX "$dir/doc"
 
 		if [ $variant = gpu ]; then

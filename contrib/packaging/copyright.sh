@@ -5,11 +5,9 @@
 # (GPL-2.0-only, as they declare to the kernel), the data and headers
 # compiled in, and every Go module of the build with the licence
 # licenses.sh found; licenses.sh also copies their texts into DOC/licenses/.
-# It writes the package's licence expression (nfpm's license: field, rpm's
-# License tag) into EXPR.
-#   usage: copyright.sh DOC build-tags version revision EXPR
+#   usage: copyright.sh DOC build-tags version revision
 set -euo pipefail
-doc=$1 tags=$2 version=$3 revision=$4 expr=$5
+doc=$1 tags=$2 version=$3 revision=$4
 cd "$(dirname "$0")/../.."
 GO=${GO:-go}
 lic=/usr/share/doc/jobscope/licenses
@@ -92,6 +90,3 @@ text() { # licence: where its text is
 for l in $(tr ' ' '\n' <<<"$used" | awk 'NF && !seen[$0]++'); do
 	printf '\nLicense: %s\n The full text is in %s.\n' "$l" "$(text "$l")"
 done
-# The package's licence: jobscope's two, then the others compiled in
-# (libbpf's headers taken under BSD-2-Clause).
-tr ' ' '\n' <<<"$used" | grep -v -e '^$' -e '^LGPL-2.1-only$' | awk '!seen[$0]++' | paste -sd' ' | sed 's/ / AND /g' >"$expr"

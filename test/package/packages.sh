@@ -58,8 +58,8 @@ for arch in "${ARCHES[@]}"; do
 		# rpm's License: every licence the copyright file defines, libbpf's
 		# headers taken under BSD-2-Clause rather than LGPL-2.1.
 		check_eq "$id rpm: License names every licence compiled in" \
-			"$(awk 'prev == "" && /^License: / { print $2 } { prev = $0 }' "$cr" | grep -vx LGPL-2.1-only | paste -sd' ' | sed 's/ / AND /g')" \
-			"$(rpm -qp --qf '%{LICENSE}' "$rpm")"
+			"$(awk 'prev == "" && /^License: / { print $2 } { prev = $0 }' "$cr" | grep -vx LGPL-2.1-only | sort | paste -sd' ')" \
+			"$(rpm -qp --qf '%{LICENSE}' "$rpm" | sed 's/ AND /\n/g' | sort | paste -sd' ')"
 		if [ $variant = static ]; then
 			check_eq "$id: no NVIDIA module compiled in" "" "$(grep -i nvidia "$x/deb/usr/share/doc/jobscope/copyright")"
 		fi
