@@ -1,6 +1,6 @@
 //go:build ignore
 
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
 // jobscope: per-job, per-CPU CPU time, IO and network counters.
 //
 // CPU and IO are folded in at every switch-out of a task: the task's own

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
 // jobscope.h: what jobscope.bpf.c's programs share: load-time settings, the
 // map types and maps, and how a task's job cgroup is found and keyed.
 #ifndef JOBSCOPE_H

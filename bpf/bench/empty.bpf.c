@@ -1,6 +1,6 @@
 //go:build ignore
 
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only
 // The empty sched_switch program: the baseline make bench-bpf measures
 // jobscope's account_switch against, in the same run.
 #include "vmlinux.h"

@@ -60,30 +60,6 @@ glibc_needed() {
 	readelf -W -V "$1" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -1
 }
 
-copyright() { # build-tags
-	cat <<-EOT
-		jobscope $VERSION (revision $REVISION)
-		Source: https://github.com/jobscope/jobscope
-
-	EOT
-	if [ -f LICENSE ]; then
-		echo "jobscope itself: see /usr/share/doc/jobscope/LICENSE."
-	else
-		echo "jobscope itself: its source repository holds no licence file at this revision."
-	fi
-	cat <<-EOT
-
-		The eBPF programs built into the binary (bpf/jobscope.bpf.c) declare the
-		licence "GPL" to the kernel and use libbpf's headers (LGPL-2.1 OR BSD-2-Clause).
-
-		The binary also contains the Go runtime and standard library and the Go
-		modules below; their licence texts (and NOTICE files) are under
-		/usr/share/doc/jobscope/licenses/<module>/.
-
-	EOT
-	bash contrib/packaging/licenses.sh "$dir/doc" "$1" | awk '{ printf "%-40s %-36s %s\n", $1, $2, $3 }'
-}
-
 mkdir -p "$OUT"
 for arch in "$@"; do
 	for variant in ${VARIANTS:-gpu static}; do
@@ -109,8 +85,13 @@ for arch in "$@"; do
 		"$manbin" --help-man | gzip -9n >"$dir/jobscope.1.gz"
 		[ "$manbin" = "$dir/jobscope" ] || rm -f "$manbin"
 
-		GOARCH=$arch CGO_ENABLED=$cgo copyright "$tags" >"$dir/doc/copyright"
-		[ ! -f LICENSE ] || install -m 0644 LICENSE "$dir/doc/LICENSE"
+		# The copyright file (Debian's machine-readable format) and the
+		# licence texts: jobscope's, its eBPF programs', every module's.
+		GOARCH=$arch CGO_ENABLED=$cgo bash contrib/packaging/copyright.sh "$dir/doc" "$tags" "$VERSION" "$REVISION" \
+			>"$dir/doc/copyright"
+		install -m 0644 LICENSE "$dir/doc/LICENSE"
+		install -m 0644 NOTICE "$dir/doc/NOTICE"
+		install -m 0644 bpf/LICENSE.GPL-2.0 "$dir/doc/LICENSE.GPL-2.0"
 		chmod -R u=rwX,go=rX "$dir/doc"
 
 		if [ $variant = gpu ]; then

@@ -13,11 +13,16 @@ cd "$(dirname "$0")/../.."
 GO=${GO:-go}
 
 # classify names a licence text; empty when it is not one this project has
-# accepted (Apache-2.0, MIT, BSD, ISC, CC-BY-4.0, FreeType).
+# accepted (Apache-2.0, MIT, BSD, ISC, CC-BY-4.0, FreeType, OFL-1.1).
 classify() {
 	local f=$1 k=()
 	if grep -q 'Apache License' "$f" && grep -q 'Version 2.0' "$f"; then k+=(Apache-2.0); fi
-	if grep -q 'Permission is hereby granted, free of charge' "$f"; then k+=(MIT); fi
+	# The SIL Open Font License (the Liberation fonts the job report's
+	# charts embed) also says "Permission is hereby granted, free of
+	# charge": it is not MIT.
+	if grep -q 'SIL OPEN FONT LICENSE Version 1.1' "$f"; then
+		k+=(OFL-1.1)
+	elif grep -q 'Permission is hereby granted, free of charge' "$f"; then k+=(MIT); fi
 	if grep -q 'Redistribution and use in source and binary forms' "$f"; then
 		if grep -q 'Neither the name' "$f"; then k+=(BSD-3-Clause); else k+=(BSD-2-Clause); fi
 	fi

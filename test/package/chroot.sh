@@ -97,10 +97,16 @@ check "packaged prologs write the job's files" inroot env SLURM_JOB_ID=7 SLURM_J
 # --- upgrade ------------------------------------------------------------------
 sed -i 's/^ARGS=""/ARGS="--log.level=debug"/' "$FS/etc/default/jobscope"
 cp "$FS/etc/default/jobscope" "$WORK/edited"
+sed -i 's/^#ENABLE=yes/ENABLE=yes/' "$FS/etc/jobscope/report-epilog.conf"
+sed -i 's|^#prometheus:|prometheus:\n  url: http://prometheus.example:9090|' "$FS/etc/jobscope/report.yml"
+cp "$FS/etc/jobscope/report-epilog.conf" "$WORK/edited-epilog"
+cp "$FS/etc/jobscope/report.yml" "$WORK/edited-report"
 check "deb: upgrade to $NEXT" inroot apt-get install -y --no-install-recommends "$next"
 check_eq "deb: upgraded version" "install ok installed $NEXT-1" "$(inroot dpkg-query -W -f '${Status} ${Version}' jobscope)"
 check "deb: the edited /etc/default/jobscope is kept" cmp "$WORK/edited" "$FS/etc/default/jobscope"
-check_eq "deb: no .dpkg-* copies of it" "" "$(ls "$FS/etc/default" | grep dpkg-)"
+check "deb: the edited /etc/jobscope/report-epilog.conf is kept" cmp "$WORK/edited-epilog" "$FS/etc/jobscope/report-epilog.conf"
+check "deb: the edited /etc/jobscope/report.yml is kept" cmp "$WORK/edited-report" "$FS/etc/jobscope/report.yml"
+check_eq "deb: no .dpkg-* copies of them" "" "$(ls "$FS/etc/default" "$FS/etc/jobscope" | grep dpkg-)"
 check_eq "deb: jobscope --version after the upgrade" "$(version_line gpu "$HOST_ARCH" | sed "s/ $VERSION / $NEXT /")" \
 	"$(inroot jobscope --version 2>&1)"
 check_eq "deb: same user after the upgrade" "$uid" "$(inroot id -u jobscope)"
@@ -131,10 +137,14 @@ check_eq "rpm: node unit not enabled (systemd not running)" disabled "$(inroot s
 check_eq "rpm: jobscope --version" "$(version_line gpu "$HOST_ARCH")" "$(inroot jobscope --version 2>&1)"
 sed -i 's/^ARGS=""/ARGS="--log.level=debug"/' "$FS/etc/sysconfig/jobscope"
 cp "$FS/etc/sysconfig/jobscope" "$WORK/edited"
+sed -i 's/^#ENABLE=yes/ENABLE=yes/' "$FS/etc/jobscope/report-epilog.conf"
+cp "$FS/etc/jobscope/report-epilog.conf" "$WORK/edited-epilog"
 inroot install -d -o jobscope -g jobscope -m 0700 /sys/fs/bpf/jobscope
 rpm_uid=$(inroot id -u jobscope)
 check "rpm: rpm -U to $NEXT" rpm_in -U "$FS$rpm_next"
 check "rpm: the edited /etc/sysconfig/jobscope is kept" cmp "$WORK/edited" "$FS/etc/sysconfig/jobscope"
+check "rpm: the edited /etc/jobscope/report-epilog.conf is kept" cmp "$WORK/edited-epilog" "$FS/etc/jobscope/report-epilog.conf"
+check_eq "rpm: no .rpmnew copies" "" "$(ls "$FS/etc/sysconfig" "$FS/etc/jobscope" | grep rpmnew)"
 check_eq "rpm: version after the upgrade" "$NEXT" "$(rpm --root="$FS" --dbpath=/var/lib/rpm -q --qf '%{VERSION}' jobscope)"
 check_eq "rpm: user kept by the upgrade" "$rpm_uid" "$(inroot id -u jobscope)"
 check "rpm: pin directory kept by the upgrade" test -d "$FS/sys/fs/bpf/jobscope"
@@ -143,10 +153,12 @@ check_eq "rpm: user, group and pin directory removed" "" \
 	"$(inroot getent passwd jobscope; inroot getent group jobscope; ls -d "$FS/sys/fs/bpf/jobscope" 2>/dev/null)"
 # rpm keeps an edited config file as .rpmsave; that copy is the site's.
 check "rpm: the edited config is saved as .rpmsave" cmp "$WORK/edited" "$FS/etc/sysconfig/jobscope.rpmsave"
+check "rpm: the edited epilog conf is saved as .rpmsave" cmp "$WORK/edited-epilog" "$FS/etc/jobscope/report-epilog.conf.rpmsave"
 # /etc/sysconfig belongs to the base system on RPM distributions; here rpm
-# made it for the package.
-rm -f "$FS/etc/sysconfig/jobscope.rpmsave"
-rmdir "$FS/etc/sysconfig" 2>/dev/null
+# made it for the package. /etc/jobscope stays for the site's saved copy.
+rm -f "$FS/etc/sysconfig/jobscope.rpmsave" "$FS/etc/jobscope/report-epilog.conf.rpmsave"
+rmdir "$FS/etc/sysconfig" "$FS/etc/jobscope" 2>/dev/null
 check_same "rpm: the erase leaves the file system as before the install" "$WORK/before" <(snapshot)
 check_eq "rpm: no file mentions jobscope any more" "" "$(leftovers)"
 source "$ROOT/test/package/nspawn.sh"
+source "$ROOT/test/package/report.sh"

@@ -51,9 +51,15 @@ for arch in "${ARCHES[@]}"; do
 		check_same "$id: man page is jobscope --help-man" <(run_bin "$arch" "$bin" --help-man 2>&1) \
 			<(zcat "$x/deb/usr/share/man/man1/jobscope.1.gz")
 		cr=$x/deb/usr/share/doc/jobscope/copyright
-		check_eq "$id: copyright names this version" "jobscope $VERSION" "$(head -1 "$cr" | cut -d' ' -f1-2)"
-		check_eq "$id: copyright lists every module and its licence" "" "$(modules $variant "$arch" |
-			while read -r mod ver _; do grep -Eq "^$mod +$ver +[A-Z]" "$cr" || echo "$mod $ver"; done)"
+		check "$id: copyright names this version" grep -qx "Comment: jobscope $VERSION (revision $(git rev-parse --short HEAD)).*" "$cr"
+		check "$id: copyright is in Debian's machine-readable format" /usr/bin/python3 test/package/dep5check.py "$cr"
+		check_eq "$id: copyright lists every module" "" "$(modules $variant "$arch" |
+			while read -r mod ver _; do grep -q "^Comment: Go module $mod $ver; " "$cr" || echo "$mod $ver"; done)"
+		# rpm's License: every licence the copyright file defines, libbpf's
+		# headers taken under BSD-2-Clause rather than LGPL-2.1.
+		check_eq "$id rpm: License names every licence compiled in" \
+			"$(awk 'prev == "" && /^License: / { print $2 } { prev = $0 }' "$cr" | grep -vx LGPL-2.1-only | sort | paste -sd' ')" \
+			"$(rpm -qp --qf '%{LICENSE}' "$rpm" | sed 's/ AND /\n/g' | sort | paste -sd' ')"
 		if [ $variant = static ]; then
 			check_eq "$id: no NVIDIA module compiled in" "" "$(grep -i nvidia "$x/deb/usr/share/doc/jobscope/copyright")"
 		fi
@@ -61,7 +67,8 @@ for arch in "${ARCHES[@]}"; do
 		# Control data and maintainer scripts.
 		check_eq "$id deb: control" "$name $VERSION-1 $arch $other $other" \
 			"$(dpkg-deb -f "$deb" Package Version Architecture Conflicts Replaces | sed 's/^[A-Za-z-]*: //' | paste -sd' ')"
-		check_eq "$id deb: conffiles" /etc/default/jobscope "$(cat "$x/ctl/conffiles")"
+		check_eq "$id deb: conffiles" "/etc/default/jobscope /etc/jobscope/report-epilog.conf /etc/jobscope/report.yml" \
+			"$(sort "$x/ctl/conffiles" | paste -sd' ')"
 		check_eq "$id deb: maintainer scripts" "conffiles control md5sums postinst postrm prerm" "$(ls "$x/ctl" | paste -sd' ')"
 		for s in postinst:postinstall prerm:preremove postrm:postremove; do
 			check "$id deb: ${s%%:*} is contrib/packaging/scripts/${s#*:}.sh" cmp "$x/ctl/${s%%:*}" "contrib/packaging/scripts/${s#*:}.sh"
@@ -71,7 +78,10 @@ for arch in "${ARCHES[@]}"; do
 		check_eq "$id rpm: name version release arch" "$name $VERSION 1 $(rpm_arch "$arch")" \
 			"$(rpm -qp --qf '%{NAME} %{VERSION} %{RELEASE} %{ARCH}' "$rpm")"
 		check_eq "$id rpm: conflicts" "$other" "$(rpm -qp --conflicts "$rpm")"
-		check_eq "$id rpm: config files" /etc/sysconfig/jobscope "$(rpm -qcp "$rpm")"
+		check_eq "$id rpm: config files" "/etc/jobscope/report-epilog.conf /etc/jobscope/report.yml /etc/sysconfig/jobscope" \
+			"$(rpm -qcp "$rpm" | sort | paste -sd' ')"
+		check_eq "$id rpm: config files are noreplace" "" \
+			"$(rpm -qp --qf '[%{FILENAMES} %{FILEFLAGS:fflags}\n]' "$rpm" | awk '$2 ~ /c/ && $2 !~ /n/')"
 		check_same "$id rpm: rpm -qlp is the file list" <(expected rpm $variant "$arch" | awk '{ sub("/$", "", $2); print $2 }' | sort) \
 			<(rpm -qlp "$rpm" | sort)
 		check_same "$id rpm: entries, modes, owners and digests equal the deb's" \

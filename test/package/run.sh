@@ -4,7 +4,9 @@
 # purged on a clean Debian 12 (a debootstrap minbase tree): in a chroot with
 # systemd installed but not running, the .deb with apt and the .rpm with
 # Debian's rpm; then the .deb again with the tree booted in systemd-nspawn,
-# where systemd runs. Prints one line per assertion and exits non-zero on
+# where systemd runs; then, in a fresh tree with Debian's prometheus, the
+# report epilog enabled as docs/report.md says writes a real job's report
+# (test/package/report.sh). Prints one line per assertion and exits non-zero on
 # any FAIL; the trees stay in the work directory after a failure.
 #
 # Root runs everything inside a private mount namespace (unshare), so the
@@ -85,6 +87,9 @@ expected() { # format variant arch
 	fi
 	cat <<-EOF
 		0644 $etc contrib/packaging/jobscope.default
+		0755 /etc/jobscope/ @
+		0644 /etc/jobscope/report.yml contrib/packaging/etc/report.yml
+		0644 /etc/jobscope/report-epilog.conf contrib/packaging/etc/report-epilog.conf
 		0755 /usr/bin/jobscope @
 		0644 /usr/lib/systemd/system/jobscope.service contrib/systemd/jobscope.service
 		0644 /usr/lib/systemd/system/jobscope-controller.service contrib/systemd/jobscope-controller.service
@@ -104,6 +109,7 @@ expected() { # format variant arch
 		0644 /usr/share/jobscope/prometheus/jobscope-recording-rules.yml contrib/prometheus/jobscope-recording-rules.yml
 		0644 /usr/share/jobscope/prometheus/jobscope-alert-rules.yml contrib/prometheus/jobscope-alert-rules.yml
 		0644 /usr/share/jobscope/prometheus/jobscope-usage-rules.yml contrib/prometheus/jobscope-usage-rules.yml
+		0644 /usr/share/jobscope/prometheus/jobscope-summary-rules.yml contrib/prometheus/jobscope-summary-rules.yml
 		0644 /usr/share/man/man1/jobscope.1.gz @
 		0755 /usr/share/doc/jobscope/ @
 		0644 /usr/share/doc/jobscope/copyright @
@@ -111,7 +117,11 @@ expected() { # format variant arch
 		0755 /usr/share/doc/jobscope/licenses/go/ @
 		0644 /usr/share/doc/jobscope/licenses/go/LICENSE $($GO env GOROOT)/LICENSE
 	EOF
-	[ ! -f LICENSE ] || echo "0644 /usr/share/doc/jobscope/LICENSE LICENSE"
+	cat <<-EOF
+		0644 /usr/share/doc/jobscope/LICENSE LICENSE
+		0644 /usr/share/doc/jobscope/LICENSE.GPL-2.0 bpf/LICENSE.GPL-2.0
+		0644 /usr/share/doc/jobscope/NOTICE NOTICE
+	EOF
 	# Licence texts: one directory per Go module compiled into this build.
 	modules "$2" "$3" | while read -r mod _ dir; do
 			local p=/usr/share/doc/jobscope/licenses
@@ -218,7 +228,7 @@ log "$PASSES passed, $FAILS failed"
 [ "$FAILS" = 0 ] || exit 1
 # The chroot's /proc and bpffs are still mounted in this namespace: rm
 # --one-file-system would skip them and fail.
-for m in "$WORK/root/sys/fs/bpf" "$WORK/root/proc"; do
+for m in "$WORK/root/sys/fs/bpf" "$WORK/root/proc" "$WORK/report/proc"; do
 	if mountpoint -q "$m"; then umount -l "$m"; fi
 done
-rm -rf --one-file-system "$WORK/root" "$WORK/nspawn" "$WORK/build" "$WORK/next"
+rm -rf --one-file-system "$WORK/root" "$WORK/nspawn" "$WORK/report" "$WORK/build" "$WORK/next"

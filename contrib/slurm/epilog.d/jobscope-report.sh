@@ -17,17 +17,23 @@
 #   ENABLE=yes            turn the report on (anything else: off)
 #   FORMAT=text           text or html
 #   NAME=jobscope-%j.txt  file name in the working directory (%j: job id)
-#   BIN=/usr/local/bin/jobscope
+#   BIN=                  the jobscope binary (default: the first jobscope in
+#                         /usr/sbin:/usr/bin:/sbin:/bin, then /usr/local/sbin:/usr/local/bin;
+#                         the packages install /usr/bin/jobscope)
 #   CONFIG=/etc/jobscope/report.yml   the report's site configuration (readable by users)
 #   TIMEOUT=30            longest a report may hold the epilog
 #   LOG=                  file the report's errors are appended to (default: syslog)
+# A value ends at a " #" comment; lines starting with # are comments.
 
-PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# The system's directories first: the packaged jobscope (/usr/bin) is the
+# one this script ships with; a site's own build in /usr/local/bin is the
+# fallback (BIN= picks another).
+PATH=/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/sbin:/usr/local/bin
 export PATH
 conf=${JOBSCOPE_REPORT_EPILOG_CONF:-/etc/jobscope/report-epilog.conf}
 
-get() { # KEY DEFAULT: the last KEY=value of the conf file
-	v=$(sed -n "s/^$1=//p" "$conf" 2>/dev/null | tail -n 1)
+get() { # KEY DEFAULT: the last KEY=value of the conf file, without a trailing " # comment"
+	v=$(sed -n "s/^$1=//p" "$conf" 2>/dev/null | tail -n 1 | sed 's/[[:space:]][[:space:]]*#.*//; s/[[:space:]]*$//')
 	[ -n "$v" ] && printf '%s\n' "$v" || printf '%s\n' "$2"
 }
 
@@ -71,8 +77,9 @@ case $name in */* | .* | '') note "NAME '$name' is not a plain file name"; exit 
 name=$(printf '%s\n' "$name" | sed "s/%j/$job/g")
 limit=$(get TIMEOUT 30)
 case $limit in '' | *[!0-9]*) note "TIMEOUT must be whole seconds"; exit 0 ;; esac
-bin=$(get BIN /usr/local/bin/jobscope)
+bin=$(get BIN "$(command -v jobscope)")
 cfg=$(get CONFIG /etc/jobscope/report.yml)
+[ -n "$bin" ] || { note "no jobscope in $PATH (set BIN= in $conf)"; exit 0; }
 [ -x "$bin" ] || { note "$bin is not executable"; exit 0; }
 
 cd "$dir" 2>/dev/null || { note "cannot enter $dir"; exit 0; }
