@@ -43,6 +43,8 @@ func nfpmContents(t *testing.T) []nfpmEntry {
 var sitePaths = map[string]string{
 	"/etc/prometheus/jobscope-nodes.yml": "the site's list of nodes to scrape (prometheus.yml's file_sd)",
 	"/usr/local/bin/jobscope":            "a site's own build, the report epilog's fallback",
+	"/etc/jobscope/notify-token":         "the notify receiver's webhook secret, made by the site (docs/notify.md)",
+	"/etc/jobscope/notify-optout":        "the site's list of users who opted out of notify mails",
 }
 
 // jobscopePath matches an absolute path under /etc, /usr or /opt; only

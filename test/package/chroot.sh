@@ -70,7 +70,7 @@ IFS=: read -r _ _ uid gid _ home shell < <(inroot getent passwd jobscope)
 check "deb: jobscope is a system user" test -n "$uid" -a "${uid:-1000}" -lt 1000
 check_eq "deb: its group, home and shell" "jobscope /nonexistent /usr/sbin/nologin" \
 	"$(inroot getent group "${gid:-x}" | cut -d: -f1) $home $shell"
-for u in jobscope.service jobscope-controller.service; do
+for u in jobscope.service jobscope-controller.service jobscope-notify.service; do
 	check "deb: $u installed" cmp "$FS/usr/lib/systemd/system/$u" "contrib/systemd/$u"
 	check_eq "deb: $u not enabled (systemd not running)" disabled "$(inroot systemctl is-enabled "$u" 2>&1)"
 	check_eq "deb: systemd-analyze verify $u" "" "$(inroot systemd-analyze verify "/usr/lib/systemd/system/$u" 2>&1)"

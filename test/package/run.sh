@@ -90,9 +90,11 @@ expected() { # format variant arch
 		0755 /etc/jobscope/ @
 		0644 /etc/jobscope/report.yml contrib/packaging/etc/report.yml
 		0644 /etc/jobscope/report-epilog.conf contrib/packaging/etc/report-epilog.conf
+		0644 /etc/jobscope/notify.yml contrib/notify/notify.yml
 		0755 /usr/bin/jobscope @
 		0644 /usr/lib/systemd/system/jobscope.service contrib/systemd/jobscope.service
 		0644 /usr/lib/systemd/system/jobscope-controller.service contrib/systemd/jobscope-controller.service
+		0644 /usr/lib/systemd/system/jobscope-notify.service contrib/systemd/jobscope-notify.service
 		0755 /usr/share/jobscope/ @
 		0755 /usr/share/jobscope/slurm/ @
 		0755 /usr/share/jobscope/slurm/prolog.sh contrib/slurm/prolog.sh

@@ -28,7 +28,7 @@ fi
 [ -d /run/systemd/system ] || exit 0
 systemctl daemon-reload || true
 if [ -n "$upgrade" ]; then
-	systemctl try-restart jobscope.service jobscope-controller.service || true
+	systemctl try-restart jobscope.service jobscope-controller.service jobscope-notify.service || true
 else
 	systemctl enable jobscope.service || true
 	# A node that cannot start it yet (no Slurm, no BTF) must still install.
