@@ -37,8 +37,11 @@ die() {
 }
 
 [ "$(id -u)" = 0 ] || die "must run as root (it installs packages and starts Slurm daemons)"
-# Checks kept in their own files: test/e2e/report.sh (jobscope report).
+# Checks kept in their own files: test/e2e/report.sh (jobscope report),
+# test/e2e/notify.sh (alerts to job owners through jobscope notify).
 . "$ROOT/test/e2e/report.sh"
+# shellcheck source=test/e2e/notify.sh
+. "$ROOT/test/e2e/notify.sh"
 [ -x "$BIN" ] || die "$BIN not found: run make build (make e2e does)"
 
 # Assertions (row, check_*, print_table), wait_for/need and the /metrics text
@@ -93,6 +96,7 @@ slurm_tree_pids() {
 teardown() {
 	local i p
 	log "teardown"
+	notify_teardown
 	for p in jobscope-cap jobscope-full jobscope-node jobscope-ctl jobscope-ctltext jobscope-broken prometheus; do kill_pidfile "$WORK/run/$p.pid" 5; done
 	# Jobs first, so the epilog runs and slurmstepd leaves before slurmd goes.
 	if [ -f "$WORK/run/slurmctld.pid" ] && command -v scancel >/dev/null; then
@@ -806,6 +810,7 @@ else
 fi
 
 report_e2e
+notify_e2e
 
 # --- teardown checks --------------------------------------------------------------------------------------------
 
