@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # What the tests need from Debian: promtool (prometheus), chromium (the job
 # report's HTML page is opened in a real headless browser), and for the eBPF
 # tests and `make generate`: clang, llvm, bpftool, libbpf-dev, linux-perf;

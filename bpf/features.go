@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package bpf
 
 // Features is what Load asks of the running kernel before it loads

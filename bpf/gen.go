@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package bpf holds jobscope's CO-RE eBPF programs (jobscope.bpf.c), the
 // bpf2go output built from them, the loader that attaches them and pins their
 // maps, and the reader that sums the per-CPU counters.

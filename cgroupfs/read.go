@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package cgroupfs reads and parses cgroup v1 and v2 interface files.
 // Parsers are pure functions over bytes so they can be fuzzed; Reader
 // reuses one buffer and opens files relative to an open directory, so a

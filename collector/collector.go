@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package collector holds the collector framework: named collectors, one
 // discovery snapshot per scrape, concurrent collection under a deadline.
 // The collectors live in its sub-packages; collector/registry lists them.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package contrib holds no Go code: its tests check the deployment kit
 // (Prometheus rules, Grafana dashboard, systemd units, Slurm prolog/epilog)
 // against the exporter's real output, so a renamed metric breaks the build

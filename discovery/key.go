@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package discovery
 
 // Key names a job on this node for its life: its id and its (first)

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package gpu reads NVIDIA GPUs through one interface with several
 // backends (NVML, a DCGM slot, a JSON fake for demos and tests) and maps
 // GPUs to Slurm jobs. NVML needs cgo: builds without cgo, or with the

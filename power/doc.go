@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package power reads node power meters (RAPL through powercap sysfs, the
 // BMC through IPMI DCMI), splits node energy among jobs (pure functions and
 // a ledger that keeps per-job counters between scrapes) and knows grid

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package power
 
 // GPUDevice is one GPU's energy counter and the job holding the GPU now.

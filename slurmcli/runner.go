@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package slurmcli runs Slurm's client commands (never through a shell),
 // parses their output with pure parsers and keeps one cached snapshot of the
 // cluster per poll interval, shared by every collector and every scrape.

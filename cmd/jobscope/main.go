@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command jobscope is a Prometheus exporter for Slurm clusters: per-job
 // metrics on compute nodes, cluster metrics on the controller.
 package main

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package collectortest holds helpers for the collectors' tests: fixture
 // users and owners, and gatherers over an exporter.
 package collectortest

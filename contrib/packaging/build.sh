@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds jobscope's packages into $OUT (default dist/), for each architecture
 # given (default: amd64 arm64), in two builds:
 #   jobscope         cgo, with GPU support (NVML, DCGM); needs the glibc of

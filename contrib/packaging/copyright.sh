@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Prints /usr/share/doc/jobscope/copyright for one build, in Debian's
 # machine-readable format (copyright-format 1.0, licences named by their
 # SPDX identifiers): jobscope itself (Apache-2.0), its eBPF programs

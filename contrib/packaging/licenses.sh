@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Copies the licence texts of everything compiled into jobscope (the Go
 # modules `go list -deps` names for this GOOS/GOARCH/CGO_ENABLED and the
 # given tags, and Go's own runtime and standard library) into OUT/licenses/,

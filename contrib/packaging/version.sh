@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Prints jobscope's version, from git describe, in a form that dpkg, rpm and
 # semver all order the same way; the Makefile puts it in the binary
 # (--version, jobscope_build_info) and in the package names.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # jobscope job props: epilog half (see prolog.sh). Removes the job's props
 # file and any temporary file an interrupted prolog left. jobscope only
 # reads files of jobs it finds in cgroupfs, so a missed epilog costs a

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # jobscope job props: prolog half (POSIX sh; the epilog half is epilog.sh).
 #
 # Writes the job's Slurm metadata as KEY=VALUE lines to

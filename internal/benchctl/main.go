@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command benchctl measures controller mode at scale: it writes a
 // simulated cluster (internal/clustergen: 2,000 nodes and 50,000 jobs by
 // default) as fake Slurm commands, runs each given jobscope binary in

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command benchnode measures the real binary on generated Slurm nodes whose
 // jobs hold real idle processes (3 user processes and 3 named slurmstepd
 // per job, their pids in cgroup.procs): per tree and shape it times its own

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package benchproc holds what the benchmark commands that run the real
 // binary share: a free listen address, one scrape over HTTP, and the
 // process's resident memory and CPU time.

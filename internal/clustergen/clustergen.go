@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package clustergen writes a simulated Slurm cluster of N nodes and M jobs
 // as the outputs of the commands controller mode runs, with fake commands
 // that print them, for benchmarks of parsing and emitting at scale. Its job

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package cmdrun runs an external command the way jobscope must: never
 // through a shell, in its own process group killed whole at the timeout,
 // with bounded output, so a hung or chatty Slurm or BMC tool can neither

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command factorsgen writes power/emissions_factors.csv, the emission factor
 // table embedded in jobscope, from Our World in Data's energy dataset: the
 // latest year of carbon_intensity_elec (gCO2e/kWh) of every row whose code

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package fixturegen builds large cgroup v2 trees shaped like a real
 // Slurm node, for benchmarks and scale tests.
 package fixturegen

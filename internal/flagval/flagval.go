@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package flagval registers flags whose values are checked as they are
 // parsed, so that a wrong value stops the start (exit status 2, one line)
 // instead of silently turning a collector off at run time.

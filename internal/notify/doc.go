@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package notify implements `jobscope notify`: a receiver for
 // Alertmanager's webhook that finds each alerted job's owner in Slurm (never
 // in the alert's labels), writes one digest per user and period, sends it

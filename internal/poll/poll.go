@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package poll keeps the last value of a slow source (a Slurm command, a
 // BMC, a web API, RAPL counters) for the scrapes that ask for it: one fetch
 // at a time however many scrapes ask (single-flight), at most one started

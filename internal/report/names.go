@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package report
 
 // Every metric and recording-rule name the report reads, in one place: a

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package termsafe makes text that a job's user wrote (job names, users,
 // accounts, paths, Slurm's echo of them) safe to print on a terminal.
 package termsafe

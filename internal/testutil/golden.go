@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package testutil holds test helpers shared by jobscope's packages:
 // golden /metrics files, promtool checks and fixture-tree copies.
 package testutil

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package slurmclitest provides fake Slurm commands for tests: small sh
 // scripts that log each run and print fixture files, fail like a down
 // slurmctld, or hang, so the runner, the cache and the cluster collectors

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package adversarial runs the jobscope binary against the faults a node
 // meets: bad, huge, blocking and vanishing cgroup files; Slurm commands that
 // print garbage, fail, hang or never close stdout; hostile HTTP clients;

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # `make demo`: serves the demo node. test/demo/livenode copies testdata/demo
 # to ROOT and keeps its counters moving (CPU time, RAPL), so per-job energy
 # is attributed as on a real node; jobscope reads ROOT like any node.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # `make demo-report`: the demo node (test/demo/node.sh), scraped every second
 # by Debian's Prometheus in a temporary directory on 127.0.0.1, then
 # `jobscope report JOB` with the shipped defaults. Everything it starts is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Controller mode in depth, for test/e2e/run.sh (sourced; uses its helpers
 # and variables): per-node series with a drain reason, a reservation, a

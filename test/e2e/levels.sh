@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # --metrics.level against the real jobs of test/e2e/run.sh (sourced by it;
 # uses its helpers: check_*, row, skip, log, wait_for, scrape, mcount, mnum,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # `jobscope notify` end to end (sourced by test/e2e/run.sh; uses its helpers:
 # check_*, row, skip, log, wait_for, submit, job_state, kill_pidfile, mnum,

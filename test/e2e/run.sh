@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # jobscope end-to-end test: a real single-node Slurm 22.05 (munge, MariaDB,
 # slurmdbd, slurmctld, slurmd; cgroup v1), real jobs, jobscope in node and
 # controller mode, a real Prometheus, and assertions against ground truth

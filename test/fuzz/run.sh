@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs every fuzz target of the module for FUZZTIME each (default 20s), one
 # after the other. A crasher is written by go test to
 # <package>/testdata/fuzz/<Target>/, where plain `go test` replays it from

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # jobscope's gpu collector against a real NVIDIA GPU (issue 21). Runs as root
 # on a GPU machine, from a bundle made by `make gpu-bundle` (binaries built on
 # the development machine: jobscope with cgo, nvmldump, gpucheck), and writes

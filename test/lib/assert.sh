@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Assertions and /metrics text helpers shared by the end-to-end tests
 # (test/e2e/run.sh on the host, test/vm/guest/e2e.sh in each VM). Sourced;

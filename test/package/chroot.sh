@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by test/package/run.sh (root, private mount namespace): the amd64
 # packages on a clean Debian 12 chroot where systemd is installed but not
 # running (as in a node image being built): install, upgrade with an edited

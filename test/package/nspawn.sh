@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by test/package/chroot.sh: the .deb where systemd runs. The same
 # Debian 12 tree boots in systemd-nspawn (private network, its own /run, a
 # bpffs of its own), and a oneshot unit inside installs, edits the flags,

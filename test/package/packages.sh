@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by test/package/run.sh: every package, file by file.
 # The .deb is checked against the repository; the .rpm of the same build
 # against the .deb (the same entries but /etc/sysconfig for /etc/default and

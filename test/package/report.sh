@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by test/package/run.sh (root, private mount namespace): the
 # job-end report from the installed .deb, for real, and Debian 12's promtool
 # on the packaged Prometheus files as installed.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # jobscope package test: every .deb and .rpm that `make package` built is
 # checked file by file, and the amd64 packages are installed, upgraded and
 # purged on a clean Debian 12 (a debootstrap minbase tree): in a chroot with

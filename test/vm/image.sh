@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # image.sh NAME: print the directory of VM NAME's cached image (disk.img,
 # vmlinuz, initrd.img, packages.txt), building it first on a cache miss.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # jobscope in full Debian VMs (make vm-e2e): for each VM (test/vm/vms.sh),
 # a cached root filesystem image (image.sh), a payload disk with the jobscope
 # tree and the guest scripts, and one unattended qemu boot (TCG: KVM does not

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # The VMs of `make vm-e2e`: one line each. Sourced by run.sh and image.sh.
 # Fields: name, Debian suite, debootstrap script, what the VM adds.

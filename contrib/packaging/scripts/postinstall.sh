@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # jobscope package: dpkg postinst and rpm %post.
 #   dpkg: configure <version before, empty on a first install>
 #   rpm:  <number of jobscope packages installed after this step>: 1 first

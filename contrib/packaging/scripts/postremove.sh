@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # jobscope package: dpkg postrm and rpm %postun.
 #   dpkg: remove | purge | upgrade | failed-upgrade | abort-* | disappear
 #   rpm:  <number of jobscope packages left>: 0 erase, 1 or more upgrade

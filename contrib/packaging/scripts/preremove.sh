@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # jobscope package: dpkg prerm and rpm %preun.
 #   dpkg: remove | upgrade <new version> | deconfigure | failed-upgrade
 #   rpm:  <number of jobscope packages left after this step>: 0 erase,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # jobscope GPU-to-job mapping: epilog half (see prolog.d/jobscope-gpu-mapping.sh).
 #
 # Removes the mapping files that still name this job. A file another job

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # jobscope job report at job end: writes `jobscope report <jobid>` into the
 # job's working directory, as the job's user, for users who never run
 # commands. OFF unless /etc/jobscope/report-epilog.conf says ENABLE=yes

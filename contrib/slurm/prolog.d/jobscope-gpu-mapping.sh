@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # jobscope GPU-to-job mapping: prolog half.
 #
 # Writes one file per GPU of the job into the mapping directory, named by

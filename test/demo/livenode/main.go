@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command livenode keeps a copy of the demo fixture (testdata/demo) moving,
 // so that `make demo` shows what a running node shows: CPU time that grows,
 // RAPL counters that advance, and so per-job energy that is attributed.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command gpucheck drives jobscope against a real NVIDIA GPU (test/gpu/run.sh
 // runs it on a lent GPU machine): job-shaped cgroups holding a real CUDA
 // load, two jobscope instances (prolog mapping file; environment and process

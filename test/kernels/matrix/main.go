@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command matrix is `make kernel-matrix`: it boots Debian's kernels 5.10,
 // 6.1 (also with its BTF hidden), 6.12 and 7.2 under qemu (TCG) with an
 // initramfs holding test/kernels/vmcheck as /init and the jobscope binary,

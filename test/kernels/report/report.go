@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package report is what test/kernels/vmcheck finds on one kernel, as one
 // JSON line on the console, and what test/kernels/matrix reads back.
 package report

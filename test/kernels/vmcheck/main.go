@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command vmcheck is the whole userspace of a kernel-matrix VM (it runs as
 // /init from an initramfs, see test/kernels/matrix) or, with -host, a check
 // of the running machine. It asks the loader's feature probes, loads every

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Inside a test VM: real outputs of every Slurm command jobscope runs, text
 # and JSON, with a job mix in every state, plus the cgroup v2 layout of
 # running jobs, and on Slurm 25.11+ slurmctld's own metrics endpoint. Writes

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Sourced inside a test VM: the assertions of the VM end-to-end test, each
 # against ground truth read around the scrape (cgroupfs, squeue, sinfo,

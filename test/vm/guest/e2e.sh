@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Inside a test VM (test/vm/run.sh boots it): one-node Slurm under systemd
 # with cgroup/v2, jobscope installed as the README says and started with
 # systemctl as the jobscope user, the job mix, and assertions against ground

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Sourced inside a test VM: jobscope installed as the README's "Install as a
 # service" says, a real Prometheus scraping both modes, and the ground truth

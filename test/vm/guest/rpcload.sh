@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Inside VM C (Slurm 26.05): the load jobscope's controller mode and
 # slurmctld's own metrics endpoint put on slurmctld (issue 13), measured with
 # sdiag's RPC statistics per user and per message type, and with slurmctld's

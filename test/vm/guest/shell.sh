@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Inside a test VM, for debugging with JOBSCOPE_VM_SHELL=1: Slurm, the job
 # scripts and both jobscope units as e2e.sh sets them up, then idle until
 # /tmp/done exists (touch it through the shell to power the VM off).

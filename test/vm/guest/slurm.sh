@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Sourced first by every guest script: its settings (vm.env), log/die, the
 # assertion helpers, and a one-node Slurm cluster under systemd with

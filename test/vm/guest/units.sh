@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Sourced inside a test VM: proof of the shipped systemd units (who they
 # run as, with which capabilities, how exposed, what a restart keeps and a
