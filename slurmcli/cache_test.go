@@ -118,13 +118,13 @@ func TestCacheAutoFallsBackToText(t *testing.T) {
 	b := slurmclitest.New(t)
 	b.Fixtures(fixtures, "busy")
 	abs := func(n string) string { return "'" + fixtures + "/" + n + "'" }
-	b.Script("squeue", `case "$1" in --json) echo "squeue: unrecognized option '--json'" >&2; exit 1;; *) exec cat `+abs("squeue-O-busy.txt")+`;; esac`)
+	b.Script("squeue", `case "$1" in --json) echo "squeue: unrecognized option '--json'" >&2; exit 1;; *) `+slurmclitest.FindSep+`; `+slurmclitest.ToSep(len(squeueTextFields))+` `+abs("squeue-O-busy.txt")+`;; esac`)
 	clk := newFakeClock()
 	c := newTestCache(t, b, clk, FormatAuto, 30*time.Second, SourceJobs)
 	for range 2 {
 		v, _, ok, err := serve(context.Background(), c, c.Jobs)
 		if !ok || err != nil || len(v) != 11 {
-			t.Fatalf("ok %v err %v", ok, err)
+			t.Fatalf("ok %v err %v jobs %d", ok, err, len(v))
 		}
 		clk.Add(time.Minute)
 	}
