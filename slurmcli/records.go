@@ -117,7 +117,7 @@ func splitRecords(r io.Reader, sep string, n int, each func(line int, f []string
 	}
 	for line := 1; ; line++ {
 		text, long, err := readLine(br, maxRecordBytes)
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
@@ -159,28 +159,28 @@ func splitRecords(r io.Reader, sep string, n int, each func(line int, f []string
 }
 
 // readLine returns the next line without its newline. A line longer than
-// max is cut there and the rest skipped (long is true); io.EOF comes only
+// limit is cut there and the rest skipped (long is true); io.EOF comes only
 // when nothing is left.
-func readLine(br *bufio.Reader, max int) (text string, long bool, err error) {
+func readLine(br *bufio.Reader, limit int) (text string, long bool, err error) {
 	var b []byte
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if !long && len(b)+len(chunk) <= max+1 {
+		if !long && len(b)+len(chunk) <= limit+1 {
 			b = append(b, chunk...)
 		} else {
 			long = true
 		}
 		switch {
-		case err == bufio.ErrBufferFull:
+		case errors.Is(err, bufio.ErrBufferFull):
 			continue
-		case err == io.EOF && len(b) == 0 && !long:
+		case errors.Is(err, io.EOF) && len(b) == 0 && !long:
 			return "", false, io.EOF
-		case err != nil && err != io.EOF:
+		case err != nil && !errors.Is(err, io.EOF):
 			return "", false, err
 		}
 		s := strings.TrimSuffix(string(b), "\n")
-		if len(s) > max {
-			s, long = s[:max], true
+		if len(s) > limit {
+			s, long = s[:limit], true
 		}
 		return s, long, nil
 	}

@@ -143,7 +143,7 @@ func ParseSacctRecords(r io.Reader, loc *time.Location, sep string) ([]SacctReco
 	br := bufio.NewReader(r)
 	head, long, err := readLine(br, maxRecordBytes)
 	switch {
-	case err == io.EOF:
+	case errors.Is(err, io.EOF):
 		return nil, Refused{}, errors.New("sacct: empty output")
 	case err != nil:
 		return nil, Refused{}, err
