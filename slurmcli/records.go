@@ -87,7 +87,8 @@ const CauseRecord = "record"
 
 // splitRecords reads r as records of n fields joined by sep, the last one
 // free text that may go on over several lines, and calls each with every
-// well-formed record (line is where it starts). A record that is malformed,
+// well-formed record (line is where it starts; f is reused after each
+// returns, its strings are not). A record that is malformed,
 // too long, or that each refuses is counted in the returned Refused. The
 // error is reading's own.
 func splitRecords(r io.Reader, sep string, n int, each func(line int, f []string) error) (Refused, error) {
@@ -96,6 +97,7 @@ func splitRecords(r io.Reader, sep string, n int, each func(line int, f []string
 		return ref, fmt.Errorf("field separator %q", sep)
 	}
 	br := bufio.NewReaderSize(r, 64<<10)
+	fields := make([]string, 0, n) // cur's storage, reused: each must not keep f
 	var (
 		cur     []string // the record being read; nil before the first
 		curLine int
@@ -128,7 +130,7 @@ func splitRecords(r io.Reader, sep string, n int, each func(line int, f []string
 		case k == n-1 && !long:
 			flush()
 			started, curLine, size = true, line, len(text)
-			cur = strings.SplitN(text, sep, n)
+			cur = splitInto(fields[:0], text, sep)
 		case k == 0 && started:
 			// A newline in the last field: it goes on.
 			size += 1 + len(text)
@@ -165,6 +167,10 @@ func readLine(br *bufio.Reader, limit int) (text string, long bool, err error) {
 	var b []byte
 	for {
 		chunk, err := br.ReadSlice('\n')
+		if err == nil && b == nil && !long && len(chunk) <= limit+1 {
+			// The common case: the whole line in one piece, one copy.
+			return string(chunk[:len(chunk)-1]), false, nil
+		}
 		if !long && len(b)+len(chunk) <= limit+1 {
 			b = append(b, chunk...)
 		} else {
@@ -183,6 +189,17 @@ func readLine(br *bufio.Reader, limit int) (text string, long bool, err error) {
 			s, long = s[:limit], true
 		}
 		return s, long, nil
+	}
+}
+
+// splitInto appends the parts of s around every sep to dst.
+func splitInto(dst []string, s, sep string) []string {
+	for {
+		i := strings.Index(s, sep)
+		if i < 0 {
+			return append(dst, s)
+		}
+		dst, s = append(dst, s[:i]), s[i+len(sep):]
 	}
 }
 
