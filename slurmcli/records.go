@@ -101,7 +101,8 @@ func splitRecords(r io.Reader, sep string, n int, each func(line int, f []string
 	var (
 		cur     []string // the record being read; nil before the first
 		curLine int
-		curErr  error // why cur is refused
+		curErr  error  // why cur is refused
+		more    []byte // lines that go on with cur's last field
 		size    int
 		started bool
 	)
@@ -110,12 +111,15 @@ func splitRecords(r io.Reader, sep string, n int, each func(line int, f []string
 			return
 		}
 		if curErr == nil {
+			if len(more) > 0 {
+				cur[n-1] += string(more)
+			}
 			curErr = each(curLine, cur)
 		}
 		if curErr != nil {
 			ref.add(fmt.Errorf("line %d: %w", curLine, curErr))
 		}
-		started, cur, curErr = false, nil, nil
+		started, cur, curErr, more = false, nil, nil, more[:0]
 	}
 	for line := 1; ; line++ {
 		text, long, err := readLine(br, maxRecordBytes)
@@ -140,7 +144,9 @@ func splitRecords(r io.Reader, sep string, n int, each func(line int, f []string
 					curErr = fmt.Errorf("record over %d bytes", maxRecordBytes)
 				}
 			case curErr == nil:
-				cur[n-1] += "\n" + text
+				// Gathered apart: adding to the string each time would
+				// copy it again for every line of a many-line name.
+				more = append(append(more, '\n'), text...)
 			}
 		case k == 0 && strings.TrimSpace(text) == "":
 			// A blank line outside any record.

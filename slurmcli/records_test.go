@@ -211,3 +211,22 @@ func TestSplitRecordsReadsAll(t *testing.T) {
 		t.Error("short separator accepted")
 	}
 }
+
+// A name of many short lines costs time in proportion to its length, not
+// to its square: the whole record's bytes are copied a bounded number of
+// times (measured by allocation, not by the clock).
+func TestManyLineNameLinear(t *testing.T) {
+	name := strings.Repeat("\n", maxRecordBytes/2-1)
+	in := []byte(nodeLine("1", "a", "1", "x", name))
+	allocs := testing.AllocsPerRun(3, func() {
+		jobs, ref, err := ParseNodeJobsText(bytes.NewReader(in), time.UTC, testSep)
+		if err != nil || len(jobs) != 1 || ref.Records != 0 || len(jobs[0].Name) != len(name) {
+			t.Fatalf("jobs %d, refused %+v, err %v", len(jobs), ref, err)
+		}
+	})
+	// Appending to the string line by line made one allocation per line
+	// (32 Ki); gathering the lines needs a few dozen at most.
+	if allocs > 1000 {
+		t.Errorf("%v allocations for one name of %d lines", allocs, len(name))
+	}
+}
