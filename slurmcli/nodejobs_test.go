@@ -55,11 +55,15 @@ func TestParseNodeJobsText(t *testing.T) {
 	if j := jobs[1]; j.Account != "" || j.QOS != "" || j.Name != "a|b|c\n" || j.ArrayJobID != "" {
 		t.Errorf("job 3: %+v", j)
 	}
-	for _, bad := range []string{"x|1|2|3\n", "abc|7|2|bob|1002|chemistry|normal|batch|2026-11-21T12:09:43|arr\n"} {
-		jobs, ref, err := ParseNodeJobsText(bytes.NewReader(withSep([]byte(bad), 10, testSep)), time.UTC, testSep)
-		if err != nil || len(jobs) != 0 || ref.Records != 1 {
-			t.Errorf("%q: jobs %+v, refused %+v, err %v", bad, jobs, ref, err)
-		}
+	// A record with a bad id is left out; output with no record of the
+	// form asked for is not an answer.
+	bad := "abc|7|2|bob|1002|chemistry|normal|batch|2026-11-21T12:09:43|arr\n"
+	jobs, ref, err = ParseNodeJobsText(bytes.NewReader(withSep([]byte(bad), 10, testSep)), time.UTC, testSep)
+	if err != nil || len(jobs) != 0 || ref.Records != 1 {
+		t.Errorf("%q: jobs %+v, refused %+v, err %v", bad, jobs, ref, err)
+	}
+	if _, _, err := ParseNodeJobsText(bytes.NewReader(withSep([]byte("x|1|2|3\n"), 10, testSep)), time.UTC, testSep); err == nil {
+		t.Error("4 fields accepted as an answer")
 	}
 }
 

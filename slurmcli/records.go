@@ -90,7 +90,8 @@ const CauseRecord = "record"
 // well-formed record (line is where it starts; f is reused after each
 // returns, its strings are not). A record that is malformed,
 // too long, or that each refuses is counted in the returned Refused. The
-// error is reading's own.
+// error is reading's own, or says that no line had every separator (the
+// output is not this form at all).
 func splitRecords(r io.Reader, sep string, n int, each func(line int, f []string) error) (Refused, error) {
 	var ref Refused
 	if !validSeparator(sep) {
@@ -105,6 +106,9 @@ func splitRecords(r io.Reader, sep string, n int, each func(line int, f []string
 		more    []byte // lines that go on with cur's last field
 		size    int
 		started bool
+		// starts counts lines with every separator, long ones too (the
+		// user's field comes after them all).
+		starts int
 	)
 	flush := func() {
 		if !started {
@@ -130,6 +134,9 @@ func splitRecords(r io.Reader, sep string, n int, each func(line int, f []string
 			return ref, err
 		}
 		k := strings.Count(text, sep)
+		if k == n-1 {
+			starts++
+		}
 		switch {
 		case k == n-1 && !long:
 			flush()
@@ -163,6 +170,11 @@ func splitRecords(r io.Reader, sep string, n int, each func(line int, f []string
 		}
 	}
 	flush()
+	if starts == 0 && ref.Records > 0 {
+		// No line has the fields asked for: not this form at all (another
+		// program, a changed format), which no user text can cause.
+		return ref, fmt.Errorf("no line has the %d fields asked for: %w", n, ref.First)
+	}
 	return ref, nil
 }
 

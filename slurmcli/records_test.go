@@ -230,3 +230,21 @@ func TestManyLineNameLinear(t *testing.T) {
 		t.Errorf("%v allocations for one name of %d lines", allocs, len(name))
 	}
 }
+
+// Output of another form altogether (garbage, a changed format) fails the
+// answer: no line has the fields asked for. A user's record, however long
+// its name, always has them.
+func TestSplitRecordsForeignOutput(t *testing.T) {
+	for _, in := range []string{"squeue: warning\nmore\n", "1|2|3|4|5|6|7|8|9|10\n", "x" + testSep + "y\n"} {
+		if jobs, ref, err := ParseNodeJobsText(strings.NewReader(in), time.UTC, testSep); err == nil {
+			t.Errorf("%q: jobs %+v, refused %+v, no error", in, jobs, ref)
+		}
+	}
+	long := nodeLine("1", "a", "1", "x", strings.Repeat("n", 2*maxRecordBytes))
+	if jobs, ref, err := ParseNodeJobsText(strings.NewReader(long), time.UTC, testSep); err != nil || len(jobs) != 0 || ref.Records != 1 {
+		t.Errorf("one job with a long name: jobs %+v, refused %+v, err %v", jobs, ref, err)
+	}
+	if jobs, ref, err := ParseNodeJobsText(strings.NewReader(""), time.UTC, testSep); err != nil || len(jobs) != 0 || ref.Records != 0 {
+		t.Errorf("no job: jobs %+v, refused %+v, err %v", jobs, ref, err)
+	}
+}
