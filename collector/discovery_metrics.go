@@ -25,7 +25,7 @@ func newDiscoveryDescs() discoveryDescs {
 		squeueRuns: NewDesc("jobscope_discovery_squeue_runs_total",
 			"Background squeue runs for job metadata (one per interval at most, only while a job lacks metadata or a SLUID directory its job id)."),
 		squeueErrors: NewDesc("jobscope_discovery_squeue_errors_total",
-			"Failed background squeue runs for job metadata, by cause (timeout, exit, start, parse, ...).", "cause"),
+			"Failed background squeue runs for job metadata, by cause (timeout, exit, start, parse, ...); cause record counts records left out of an answer otherwise used (unreadable, or a job printed twice).", "cause"),
 	}
 }
 

@@ -4,6 +4,7 @@ package discovery
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -113,6 +114,14 @@ func (q *queue) runOnce(req QueueRequest, started time.Time) {
 	}
 	now := q.now()
 	q.st.Runs++
+	var refused *slurmcli.RefusedError
+	if errors.As(err, &refused) {
+		// A good answer less some records (a job name made to look like
+		// squeue's output, say): those jobs keep the metadata the node
+		// has; the rest is used. The command runner logged it once.
+		q.st.Errors[slurmcli.CauseRecord] += float64(refused.Records)
+		err = nil
+	}
 	if err != nil {
 		q.failures++
 		backoff := q.interval << min(q.failures, 16)

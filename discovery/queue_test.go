@@ -186,3 +186,32 @@ func TestQueueNodeNames(t *testing.T) {
 		t.Errorf("request %+v, want nodes host1 (no prefix) and n7, not ghost", req)
 	}
 }
+
+// An answer with some records left out (a job name made to look like
+// squeue's output) is still an answer: its jobs fill the metadata in, the
+// squeue is up, and the records left out are counted as cause=record.
+func TestQueuePartialAnswer(t *testing.T) {
+	answer := []slurmcli.NodeJob{{ID: "1000", User: "alice", UID: 1001, Account: "physics"}}
+	d := New(Config{
+		Layout: Layout{V2: jobTree(t, 2)}, ProcFS: t.TempDir(), Hostname: "node1", QueueTimeout: time.Hour,
+		ProcOwner: func(string) (int, bool) { return 0, false },
+		Queue: func(ctx context.Context, req QueueRequest) ([]slurmcli.NodeJob, error) {
+			return answer, &slurmcli.RefusedError{Command: "squeue", Refused: slurmcli.Refused{Records: 2, First: fmt.Errorf("job %q printed 2 times", "1001")}}
+		},
+	})
+	defer d.Close()
+	d.Discover(t.Context(), nil)
+	waitFor(t, func() bool { return d.Status().Queue.Runs == 1 })
+	st := d.Status().Queue
+	if st.Up != 1 || st.Errors[slurmcli.CauseRecord] != 2 || len(st.Errors) != 1 || st.Jobs != 1 {
+		t.Fatalf("status %+v", st)
+	}
+	for _, j := range d.Discover(t.Context(), nil) {
+		if j.ID == "1000" && (j.Meta.Source != SourceSqueue || j.Meta.User != "alice") {
+			t.Errorf("job 1000: %+v", j.Meta)
+		}
+		if j.ID == "1001" && j.Meta.Source != SourceNone {
+			t.Errorf("job 1001 has metadata from a refused record: %+v", j.Meta)
+		}
+	}
+}

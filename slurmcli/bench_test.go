@@ -5,6 +5,7 @@ package slurmcli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -46,18 +47,19 @@ func BenchmarkParseSqueueJSON10k(b *testing.B) {
 }
 
 func BenchmarkParseSqueueText10k(b *testing.B) {
-	lines := strings.Split(strings.TrimSpace(string(readFixture(b, "squeue-O-busy.txt"))), "\n")
+	lines := strings.Split(strings.TrimSpace(string(withSep(readFixture(b, "squeue-O-busy.txt"), len(squeueTextFields), testSep))), "\n")
 	var buf bytes.Buffer
 	for i := range 10000 {
-		buf.WriteString(lines[i%len(lines)])
+		// Each job once: a job printed twice is refused.
+		buf.WriteString(strings.Replace(lines[i%len(lines)], testSep, fmt.Sprintf("_%d%s", i, testSep), 1))
 		buf.WriteByte('\n')
 	}
 	data := buf.Bytes()
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := ParseSqueueText(bytes.NewReader(data)); err != nil {
-			b.Fatal(err)
+		if jobs, _, err := ParseSqueueText(bytes.NewReader(data), testSep); err != nil || len(jobs) != 10000 {
+			b.Fatal(len(jobs), err)
 		}
 	}
 }

@@ -109,23 +109,25 @@ func NewCache(cfg CacheConfig) *Cache {
 	}
 	c := &Cache{cfg: cfg, want: map[Source]bool{}}
 	c.Jobs = newSource(c, SourceJobs,
-		&variant[[]Job]{"squeue", SqueueJSONArgs, func(b []byte) ([]Job, error) { return ParseSqueueJSON(bytes.NewReader(b)) }},
-		&variant[[]Job]{"squeue", SqueueTextArgs, func(b []byte) ([]Job, error) { return ParseSqueueText(bytes.NewReader(b)) }})
-	c.Nodes = newSource(c, SourceNodes,
-		&variant[[]Node]{"sinfo", SinfoJSONArgs, func(b []byte) ([]Node, error) { return ParseSinfoJSON(bytes.NewReader(b)) }},
-		&variant[[]Node]{"scontrol", ScontrolNodeArgs, func(b []byte) ([]Node, error) { return ParseScontrolNodes(bytes.NewReader(b)) }})
-	c.Shares = newSource(c, SourceShares, nil,
-		&variant[[]Share]{"sshare", SshareArgs, func(b []byte) ([]Share, error) { return ParseSshare(bytes.NewReader(b)) }})
-	c.Diag = newSource(c, SourceDiag, nil,
-		&variant[*Diag]{"sdiag", nil, func(b []byte) (*Diag, error) { return ParseSdiag(bytes.NewReader(b)) }})
-	c.Reservations = newSource(c, SourceReservations,
-		&variant[[]Reservation]{"scontrol", ReservationJSONArgs, func(b []byte) ([]Reservation, error) { return ParseReservationsJSON(bytes.NewReader(b)) }},
-		&variant[[]Reservation]{"scontrol", ReservationTextArgs, func(b []byte) ([]Reservation, error) {
-			return ParseReservationsText(bytes.NewReader(b), time.Local)
+		fixed("squeue", SqueueJSONArgs, func(b []byte) ([]Job, error) { return ParseSqueueJSON(bytes.NewReader(b)) }),
+		&variant[[]Job]{"squeue", SqueueTextArgs, func(b []byte, sep string) ([]Job, Refused, error) {
+			return ParseSqueueText(bytes.NewReader(b), sep)
 		}})
+	c.Nodes = newSource(c, SourceNodes,
+		fixed("sinfo", SinfoJSONArgs, func(b []byte) ([]Node, error) { return ParseSinfoJSON(bytes.NewReader(b)) }),
+		fixed("scontrol", ScontrolNodeArgs, func(b []byte) ([]Node, error) { return ParseScontrolNodes(bytes.NewReader(b)) }))
+	c.Shares = newSource(c, SourceShares, nil,
+		fixed("sshare", SshareArgs, func(b []byte) ([]Share, error) { return ParseSshare(bytes.NewReader(b)) }))
+	c.Diag = newSource(c, SourceDiag, nil,
+		fixed("sdiag", nil, func(b []byte) (*Diag, error) { return ParseSdiag(bytes.NewReader(b)) }))
+	c.Reservations = newSource(c, SourceReservations,
+		fixed("scontrol", ReservationJSONArgs, func(b []byte) ([]Reservation, error) { return ParseReservationsJSON(bytes.NewReader(b)) }),
+		fixed("scontrol", ReservationTextArgs, func(b []byte) ([]Reservation, error) {
+			return ParseReservationsText(bytes.NewReader(b), time.Local)
+		}))
 	c.Licenses = newSource(c, SourceLicenses,
-		&variant[[]License]{"scontrol", LicenseJSONArgs, func(b []byte) ([]License, error) { return ParseLicensesJSON(bytes.NewReader(b)) }},
-		&variant[[]License]{"scontrol", LicenseTextArgs, func(b []byte) ([]License, error) { return ParseLicensesText(bytes.NewReader(b)) }})
+		fixed("scontrol", LicenseJSONArgs, func(b []byte) ([]License, error) { return ParseLicensesJSON(bytes.NewReader(b)) }),
+		fixed("scontrol", LicenseTextArgs, func(b []byte) ([]License, error) { return ParseLicensesText(bytes.NewReader(b)) }))
 	return c
 }
 
@@ -154,7 +156,8 @@ func (c *Cache) EnableSacct(s *SacctCounter) {
 		}
 		now := c.cfg.Now()
 		from, to, args := s.window(now)
-		jobs, err := runParse(ctx, c.cfg.Runner, &variant[[]SacctJob]{"sacct", args, func(b []byte) ([]SacctJob, error) { return ParseSacct(bytes.NewReader(b)) }})
+		// sacct's columns here hold no user text (no job name): plain -P.
+		jobs, err := runParse(ctx, c.cfg.Runner, fixed("sacct", args, func(b []byte) ([]SacctJob, error) { return ParseSacct(bytes.NewReader(b)) }))
 		if accountingDisabled(err) {
 			off = true
 			c.cfg.Logger.Info("slurm accounting storage is disabled: the sacct source is off (no ended-job counts); "+
@@ -245,11 +248,21 @@ func Serve[T any](r poll.Result[T], maxAge time.Duration) (v T, ok bool, err err
 }
 
 // variant is one way to get a source: a command, its arguments and the
-// parser of its output.
+// parser of its output. Both get the run's separator (NewSeparator): text
+// forms that hold user text join their fields with it.
 type variant[T any] struct {
 	cmd   string
-	args  []string
-	parse func([]byte) (T, error)
+	args  func(sep string) []string
+	parse func(b []byte, sep string) (T, Refused, error)
+}
+
+// fixed is a variant whose arguments and parser need no separator: JSON,
+// and text forms that hold no user text.
+func fixed[T any](cmd string, args []string, parse func([]byte) (T, error)) *variant[T] {
+	return &variant[T]{cmd, func(string) []string { return args }, func(b []byte, _ string) (T, Refused, error) {
+		v, err := parse(b)
+		return v, Refused{}, err
+	}}
 }
 
 // newSource polls src through its JSON variant (nil: none) or its text
@@ -295,18 +308,22 @@ func newSourceFunc[T any](c *Cache, src Source, fetch func(context.Context) (T, 
 	}, poll.Config{Interval: c.cfg.Interval, Wait: scrapeWait, Now: c.cfg.Now})
 }
 
-// runParse runs a variant's command and parses its output.
+// runParse runs a variant's command and parses its output. Records the
+// parser left out are counted and logged once by the runner; the rest is
+// the value.
 func runParse[T any](ctx context.Context, r *Runner, v *variant[T]) (T, error) {
 	var zero T
-	out, err := r.Run(ctx, v.cmd, v.args...)
+	sep := NewSeparator()
+	out, err := r.Run(ctx, v.cmd, v.args(sep)...)
 	if err != nil {
 		return zero, err
 	}
-	val, err := v.parse(out)
+	val, ref, err := v.parse(out, sep)
 	if err != nil {
 		r.Stats().ParseError(v.cmd)
 		return zero, fmt.Errorf("%s output: %w", v.cmd, err)
 	}
+	_ = r.refused(v.cmd, ref) // counted and logged there; the value is good
 	return val, nil
 }
 

@@ -3,7 +3,9 @@
 package slurmcli
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -120,13 +122,13 @@ func TestCacheAutoFallsBackToText(t *testing.T) {
 	b := slurmclitest.New(t)
 	b.Fixtures(fixtures, "busy")
 	abs := func(n string) string { return "'" + fixtures + "/" + n + "'" }
-	b.Script("squeue", `case "$1" in --json) echo "squeue: unrecognized option '--json'" >&2; exit 1;; *) exec cat `+abs("squeue-O-busy.txt")+`;; esac`)
+	b.Script("squeue", `case "$1" in --json) echo "squeue: unrecognized option '--json'" >&2; exit 1;; *) `+slurmclitest.FindSep+`; `+slurmclitest.ToSep(len(squeueTextFields))+` `+abs("squeue-O-busy.txt")+`;; esac`)
 	clk := newFakeClock()
 	c := newTestCache(t, b, clk, FormatAuto, 30*time.Second, SourceJobs)
 	for range 2 {
 		v, _, ok, err := serve(context.Background(), c, c.Jobs)
 		if !ok || err != nil || len(v) != 11 {
-			t.Fatalf("ok %v err %v", ok, err)
+			t.Fatalf("ok %v err %v jobs %d", ok, err, len(v))
 		}
 		clk.Add(time.Minute)
 	}
@@ -214,5 +216,42 @@ func TestCacheOverdueRefreshNotFresh(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "still running") || r.Fresh() {
 		t.Errorf("overdue refresh presented as fresh: err %v", err)
+	}
+}
+
+// Controller mode in text: a job name that broke a record, or a second
+// record of a job, costs those records only. The rest is served, the
+// records left out are counted as cause=record and logged once.
+func TestCacheTextLeavesOutBadRecords(t *testing.T) {
+	b := slurmclitest.New(t)
+	b.Fixtures(fixtures, "busy")
+	capture := fixtures + "/squeue-O-busy.txt"
+	// The capture, then job 9 again and a line with too few fields.
+	b.Script("squeue", slurmclitest.FindSep+"\n{ cat '"+capture+"'; head -1 '"+capture+"'; echo 'x|y'; } | "+
+		slurmclitest.ToSep(len(squeueTextFields)))
+	clk := newFakeClock()
+	var logs bytes.Buffer
+	c := NewCache(CacheConfig{Runner: &Runner{BinDir: b.Dir, Logger: slog.New(slog.NewTextHandler(&logs, nil))},
+		Interval: time.Minute, Format: FormatText, Now: clk.Now})
+	t.Cleanup(c.Close)
+	c.Want(SourceJobs)
+	for range 2 {
+		v, _, ok, err := serve(context.Background(), c, c.Jobs)
+		if !ok || err != nil || len(v) != 10 {
+			t.Fatalf("ok %v err %v jobs %d, want the 11 of the capture less job 9", ok, err, len(v))
+		}
+		for _, j := range v {
+			if j.ID == "9" {
+				t.Errorf("job 9 printed twice is served: %+v", j)
+			}
+		}
+		clk.Add(time.Minute)
+	}
+	_, stats := c.Runner().Stats().Snapshot()
+	if st := stats["squeue"]; st.Errors[CauseRecord] != 6 || st.Errors[CauseParse] != 0 {
+		t.Errorf("squeue stats %+v, want 6 records left out over 2 runs", st)
+	}
+	if n := strings.Count(logs.String(), "printed records that cannot be read"); n != 1 {
+		t.Errorf("%d log lines, want 1:\n%s", n, logs.String())
 	}
 }

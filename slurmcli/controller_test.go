@@ -3,6 +3,7 @@
 package slurmcli
 
 import (
+	"bytes"
 	"reflect"
 	"sort"
 	"strings"
@@ -108,9 +109,9 @@ func TestParseLicenses(t *testing.T) {
 // memory of a job without --mem, the reason code behind a description,
 // array tasks, times.
 func TestSqueueTextAndJSONAgree(t *testing.T) {
-	text, err := ParseSqueueText(openFixture(t, "squeue-O-busy.txt"))
-	if err != nil {
-		t.Fatal(err)
+	text, ref, err := ParseSqueueText(bytes.NewReader(withSep(readFixture(t, "squeue-O-busy.txt"), len(squeueTextFields), testSep)), testSep)
+	if err != nil || ref.Records != 0 {
+		t.Fatal(err, ref)
 	}
 	js, err := ParseSqueueJSON(openFixture(t, "squeue-busy.json"))
 	if err != nil {

@@ -53,8 +53,29 @@ func FuzzParseSqueueJSON(f *testing.F) {
 }
 
 func FuzzParseSqueueText(f *testing.F) {
-	seed(f, "squeue-O-busy.txt", "squeue-r-running.txt")
-	fuzzParse(f, ParseSqueueText, checkJobs)
+	f.Add(withSep(readFixture(f, "squeue-O-busy.txt"), len(squeueTextFields), testSep))
+	f.Add(readFixture(f, "squeue-r-running.txt"))
+	rec := func(id, name string) string {
+		return strings.Join([]string{id, id, "N/A", "N/A", "PENDING", "None", "p", "alice", "1001", "physics", "normal", "1", "1",
+			"N/A", "cpu=1", "2026-01-01T00:00:00", "N/A", name}, testSep) + "\n"
+	}
+	// The attacks: a bare newline in a name, a job printed twice.
+	f.Add([]byte(rec("1", "x\ny") + rec("2", "z") + rec("2", "w")))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		jobs, ref, err := ParseSqueueText(bytes.NewReader(b), testSep)
+		if err != nil {
+			return
+		}
+		checkJobs(t, jobs)
+		checkRefused(t, ref)
+		seen := map[string]bool{}
+		for _, j := range jobs {
+			if seen[j.ID] {
+				t.Fatalf("job %q twice", j.ID)
+			}
+			seen[j.ID] = true
+		}
+	})
 }
 
 // fuzzParse feeds fuzzed input to parse and checks what parses.

@@ -3,7 +3,6 @@
 package slurmcli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -45,23 +44,26 @@ func Clean(s string) string {
 	return s
 }
 
-// nodeJobsFormat is the -o format of NodeJobsArgs' text form: the raw job
-// id (%A) first, the job name last, since a | in a name shows up as extra
-// fields, which are joined back into the name.
-const nodeJobsFormat = "%A|%F|%K|%u|%U|%a|%q|%P|%S|%j"
+// nodeJobsFields are the -o fields of NodeJobsArgs' text form: the raw job
+// id (%A) first, the job name, which the job's user chooses, last (see
+// splitRecords).
+var nodeJobsFields = [...]string{"%A", "%F", "%K", "%u", "%U", "%a", "%q", "%P", "%S", "%j"}
 
-const nodeJobsFields = 10
+// nodeJobsFormat joins the fields with sep, which squeue -o prints as it is
+// after each field but the last.
+func nodeJobsFormat(sep string) string { return strings.Join(nodeJobsFields[:], sep) }
 
 // NodeJobsArgs are squeue's arguments for the jobs on nodes (Slurm node
-// names, checked with ValidNodeName): JSON when asJSON, else the -o text.
+// names, checked with ValidNodeName): JSON when asJSON, else the -o text
+// with its fields joined by sep (NewSeparator).
 // squeue --json of Slurm 22.05 ignores --nodelist and lists every job, so
 // callers look up the jobs they want rather than trust the filter.
-func NodeJobsArgs(nodes []string, asJSON bool) []string {
+func NodeJobsArgs(nodes []string, asJSON bool, sep string) []string {
 	args := []string{"--nodelist=" + strings.Join(nodes, ",")}
 	if asJSON {
 		return append(args, "--json")
 	}
-	return append(args, "--noheader", "--array", "-o", nodeJobsFormat)
+	return append(args, "--noheader", "--array", "-o", nodeJobsFormat(sep))
 }
 
 // ValidNodeName reports whether s can be passed to squeue as a node name:
@@ -141,26 +143,17 @@ func ParseNodeJobsJSON(r io.Reader) ([]NodeJob, error) {
 	return out, nil
 }
 
-// ParseNodeJobsText reads squeue's output with NodeJobsArgs' text form.
-// Start times are local times (SLURM_TIME_FORMAT=standard), read in loc.
-func ParseNodeJobsText(r io.Reader, loc *time.Location) ([]NodeJob, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+// ParseNodeJobsText reads squeue's output with NodeJobsArgs' text form
+// and separator sep. Start times are local times
+// (SLURM_TIME_FORMAT=standard), read in loc. Records that cannot be read,
+// and every record of a job id printed twice, are left out and counted in
+// Refused; the error is for output that could not be read at all.
+func ParseNodeJobsText(r io.Reader, loc *time.Location, sep string) ([]NodeJob, Refused, error) {
 	var out []NodeJob
-	line := 0
-	for sc.Scan() {
-		line++
-		text := sc.Text()
-		if strings.TrimSpace(text) == "" {
-			continue
-		}
-		f := strings.SplitN(text, "|", nodeJobsFields)
-		if len(f) < nodeJobsFields {
-			return nil, fmt.Errorf("squeue line %d: %d fields, want %d", line, len(f), nodeJobsFields)
-		}
+	ref, err := splitRecords(r, sep, len(nodeJobsFields), func(_ int, f []string) error {
 		// %A|%F|%K|%u|%U|%a|%q|%P|%S|%j
 		if !isDigits(f[0]) {
-			return nil, fmt.Errorf("squeue line %d: job id %q", line, f[0])
+			return fmt.Errorf("job id %q", f[0])
 		}
 		j := NodeJob{ID: f[0], User: Clean(f[3]), UID: -1, Account: Clean(f[5]), QOS: Clean(f[6]),
 			Partition: Clean(f[7]), Name: Clean(f[9])}
@@ -174,13 +167,19 @@ func ParseNodeJobsText(r io.Reader, loc *time.Location) ([]NodeJob, error) {
 			j.StartTime = t.Unix()
 		}
 		out = append(out, j)
+		return nil
+	})
+	if err != nil {
+		return nil, ref, err
 	}
-	return out, sc.Err()
+	out = dropDuplicates(out, func(j NodeJob) string { return j.ID }, &ref)
+	return out, ref, nil
 }
 
 // QueryNodeJobs runs one squeue for the jobs on nodes and parses it. With
 // FormatAuto it asks for JSON only where it needs SLUIDs (text has none),
-// and falls back to text when this squeue has no usable --json.
+// and falls back to text when this squeue has no usable --json. A
+// *RefusedError (Partial) comes with good jobs: some records were left out.
 func QueryNodeJobs(ctx context.Context, r *Runner, nodes []string, format Format, wantSLUID bool) ([]NodeJob, error) {
 	for _, n := range nodes {
 		if !ValidNodeName(n) {
@@ -199,33 +198,38 @@ func QueryNodeJobs(ctx context.Context, r *Runner, nodes []string, format Format
 }
 
 func queryNodeJobs(ctx context.Context, r *Runner, nodes []string, asJSON bool) ([]NodeJob, error) {
-	out, err := r.Run(ctx, "squeue", NodeJobsArgs(nodes, asJSON)...)
+	sep := NewSeparator()
+	out, err := r.Run(ctx, "squeue", NodeJobsArgs(nodes, asJSON, sep)...)
 	if err != nil {
 		return nil, err
 	}
 	var jobs []NodeJob
+	var ref Refused
 	if asJSON {
 		jobs, err = ParseNodeJobsJSON(bytes.NewReader(out))
 	} else {
-		jobs, err = ParseNodeJobsText(bytes.NewReader(out), time.Local)
+		jobs, ref, err = ParseNodeJobsText(bytes.NewReader(out), time.Local, sep)
 	}
 	if err != nil {
 		r.Stats().ParseError("squeue")
 		return nil, fmt.Errorf("%w: %w", ErrParse, err)
 	}
-	return jobs, nil
+	return jobs, r.refused("squeue", ref)
 }
 
 // ErrParse marks command output that could not be parsed.
 var ErrParse = errors.New("output not understood")
 
 // ErrorCause classifies an error of Runner.Run or a query for error
-// counters: timeout, exit, start, too_large, canceled, parse or other.
+// counters: timeout, exit, start, too_large, canceled, parse, record (some
+// records left out of a good answer) or other.
 func ErrorCause(err error) string {
 	var ee *ExitError
 	switch {
 	case err == nil:
 		return ""
+	case Partial(err):
+		return CauseRecord
 	case errors.Is(err, ErrTimeout):
 		return CauseTimeout
 	case errors.As(err, &ee):

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jobscope/jobscope/slurmcli/slurmclitest"
 )
 
 // squeue --json of 22.05 lists every job slurmctld holds, whatever
@@ -38,13 +40,13 @@ func TestParseNodeJobsJSON2205(t *testing.T) {
 }
 
 // The text form: raw ids, array tasks, (null), a | in a job name, start
-// times in local time.
+// times in local time; a line that is no record is left out alone.
 func TestParseNodeJobsText(t *testing.T) {
-	in := "12|7|2|bob|1002|chemistry|normal|batch|2026-11-21T12:09:43|arr\n" +
-		"3|3|N/A|alice|1001|(null)|(null)|debug|2026-11-21T12:09:43|a|b|c\n\n"
-	jobs, err := ParseNodeJobsText(strings.NewReader(in), time.UTC)
-	if err != nil {
-		t.Fatal(err)
+	in := withSep([]byte("12|7|2|bob|1002|chemistry|normal|batch|2026-11-21T12:09:43|arr\n"+
+		"3|3|N/A|alice|1001|(null)|(null)|debug|2026-11-21T12:09:43|a|b|c\n\n"), 10, testSep)
+	jobs, ref, err := ParseNodeJobsText(bytes.NewReader(in), time.UTC, testSep)
+	if err != nil || ref.Records != 0 {
+		t.Fatal(err, ref)
 	}
 	if len(jobs) != 2 {
 		t.Fatalf("%d jobs", len(jobs))
@@ -52,13 +54,18 @@ func TestParseNodeJobsText(t *testing.T) {
 	if j := jobs[0]; j.ID != "12" || j.ArrayJobID != "7" || j.ArrayTaskID != "2" || j.UID != 1002 || j.StartTime != 1795262983 {
 		t.Errorf("array task: %+v", j)
 	}
-	if j := jobs[1]; j.Account != "" || j.QOS != "" || j.Name != "a|b|c" || j.ArrayJobID != "" {
+	if j := jobs[1]; j.Account != "" || j.QOS != "" || j.Name != "a|b|c\n" || j.ArrayJobID != "" {
 		t.Errorf("job 3: %+v", j)
 	}
-	for _, bad := range []string{"x|1|2|3\n", "abc|7|2|bob|1002|chemistry|normal|batch|2026-11-21T12:09:43|arr\n"} {
-		if _, err := ParseNodeJobsText(strings.NewReader(bad), time.UTC); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
+	// A record with a bad id is left out; output with no record of the
+	// form asked for is not an answer.
+	bad := "abc|7|2|bob|1002|chemistry|normal|batch|2026-11-21T12:09:43|arr\n"
+	jobs, ref, err = ParseNodeJobsText(bytes.NewReader(withSep([]byte(bad), 10, testSep)), time.UTC, testSep)
+	if err != nil || len(jobs) != 0 || ref.Records != 1 {
+		t.Errorf("%q: jobs %+v, refused %+v, err %v", bad, jobs, ref, err)
+	}
+	if _, _, err := ParseNodeJobsText(bytes.NewReader(withSep([]byte("x|1|2|3\n"), 10, testSep)), time.UTC, testSep); err == nil {
+		t.Error("4 fields accepted as an answer")
 	}
 }
 
@@ -101,21 +108,27 @@ func TestQueryNodeJobs(t *testing.T) {
 	script := filepath.Join(dir, "squeue")
 	log := filepath.Join(dir, "args")
 	// A fake squeue that records its arguments and answers like 22.05's
-	// text form, or refuses --json like a Slurm without it.
+	// text form with the separator asked for, or refuses --json like a
+	// Slurm without it.
 	body := "#!/bin/sh\necho \"$*\" >>" + log + "\ncase \"$*\" in *--json*) echo \"squeue: unrecognized option '--json'\" >&2; exit 1;; esac\n" +
-		"echo '5|5|N/A|bob|1002|chem|normal|batch|2026-11-21T12:09:43|job'\n"
+		slurmclitest.FindSep + "\necho '5|5|N/A|bob|1002|chem|normal|batch|2026-11-21T12:09:43|job|x' | " + slurmclitest.ToSep(10) + "\n"
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	r := &Runner{Paths: map[string]string{"squeue": script}, Timeout: 10 * time.Second}
 	jobs, err := QueryNodeJobs(context.Background(), r, []string{"node1", "node2"}, FormatAuto, true)
-	if err != nil || len(jobs) != 1 || jobs[0].ID != "5" {
+	if err != nil || len(jobs) != 1 || jobs[0].ID != "5" || jobs[0].Name != "job|x" {
 		t.Fatalf("%v %+v", err, jobs)
 	}
 	args, _ := os.ReadFile(log)
-	want := "--nodelist=node1,node2 --json\n--nodelist=node1,node2 --noheader --array -o " + nodeJobsFormat + "\n"
-	if string(args) != want {
-		t.Errorf("runs:\n%s\nwant:\n%s", args, want)
+	runs := strings.Split(strings.TrimSuffix(string(args), "\n"), "\n")
+	if len(runs) != 2 || runs[0] != "--nodelist=node1,node2 --json" {
+		t.Fatalf("runs:\n%s", args)
+	}
+	// The text run's separator is new and joins the fields.
+	sep, _, _ := strings.Cut(strings.TrimPrefix(runs[1], "--nodelist=node1,node2 --noheader --array -o %A"), "%F")
+	if !validSeparator(sep) || runs[1] != "--nodelist=node1,node2 --noheader --array -o "+nodeJobsFormat(sep) {
+		t.Errorf("text run %q", runs[1])
 	}
 	if _, err := QueryNodeJobs(context.Background(), r, []string{"--all"}, FormatText, false); err == nil {
 		t.Error("node name --all accepted")
@@ -138,14 +151,33 @@ func FuzzParseNodeJobsJSON(f *testing.F) {
 }
 
 func FuzzParseNodeJobsText(f *testing.F) {
-	seed(f, "squeue-nodelist-text.txt")
-	f.Add([]byte("12|7|2|bob|1002|chemistry|normal|batch|2026-11-21T12:09:43|arr\n3|3|N/A|alice|1001|(null)|(null)|debug|N/A|a|b\n"))
+	f.Add(withSep(readFixture(f, "squeue-nodelist-text.txt"), 10, testSep))
+	f.Add(withSep([]byte("12|7|2|bob|1002|chemistry|normal|batch|2026-11-21T12:09:43|arr\n3|3|N/A|alice|1001|(null)|(null)|debug|N/A|a|b\n"), 10, testSep))
+	// The attacks: a record of the old form in a name, a bare newline, a
+	// job printed twice, a line with too few separators.
+	f.Add([]byte(nodeLine("4243", "alice", "1001", "physics", "x\n4243|||victim|1002|chemistry|normal|p|2026-01-01T00:00:00|y")))
+	f.Add([]byte(nodeLine("1", "a", "1", "x", "x\ny") + nodeLine("1", "b", "2", "y", "z") + "3" + testSep + "half\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		jobs, err := ParseNodeJobsText(bytes.NewReader(b), time.UTC)
+		jobs, ref, err := ParseNodeJobsText(bytes.NewReader(b), time.UTC, testSep)
 		if err == nil {
 			checkNodeJobs(t, jobs)
+			checkRefused(t, ref)
+			seen := map[string]bool{}
+			for _, j := range jobs {
+				if seen[j.ID] {
+					t.Fatalf("job %s twice", j.ID)
+				}
+				seen[j.ID] = true
+			}
 		}
 	})
+}
+
+// checkRefused: every refusal says why.
+func checkRefused(t *testing.T, ref Refused) {
+	if ref.Records < 0 || (ref.Records > 0) != (ref.First != nil) {
+		t.Fatalf("refused %+v", ref)
+	}
 }
 
 func checkNodeJobs(t *testing.T, jobs []NodeJob) {
@@ -163,9 +195,9 @@ func checkNodeJobs(t *testing.T, jobs []NodeJob) {
 // JSON of the same moment): the same running jobs, array tasks by their
 // raw ids, a | in the job name, and the same start times.
 func TestParseNodeJobsCaptures(t *testing.T) {
-	text, err := ParseNodeJobsText(openFixture(t, "squeue-nodelist-text.txt"), time.UTC)
-	if err != nil {
-		t.Fatal(err)
+	text, ref, err := ParseNodeJobsText(bytes.NewReader(withSep(readFixture(t, "squeue-nodelist-text.txt"), 10, testSep)), time.UTC, testSep)
+	if err != nil || ref.Records != 0 {
+		t.Fatal(err, ref)
 	}
 	want := []NodeJob{
 		{ID: "10", User: "bob", UID: 1002, Account: "chemistry", QOS: "normal", Partition: "batch", Name: "arr|x", ArrayJobID: "8", ArrayTaskID: "1", StartTime: 1795563387},

@@ -3,6 +3,7 @@
 package slurmcli
 
 import (
+	"bytes"
 	"math"
 	"os"
 	"path/filepath"
@@ -90,9 +91,9 @@ func TestParseSqueueJSONAfter(t *testing.T) {
 }
 
 func TestParseSqueueText(t *testing.T) {
-	jobs, err := ParseSqueueText(openFixture(t, "squeue-O-busy.txt"))
-	if err != nil {
-		t.Fatal(err)
+	jobs, ref, err := ParseSqueueText(bytes.NewReader(withSep(readFixture(t, "squeue-O-busy.txt"), len(squeueTextFields), testSep)), testSep)
+	if err != nil || ref.Records != 0 {
+		t.Fatal(err, ref)
 	}
 	if len(jobs) != 11 {
 		t.Fatalf("got %d lines, want 11 (array 11 split by -r)", len(jobs))
@@ -124,9 +125,9 @@ func TestParseSqueueText(t *testing.T) {
 
 func TestParseSqueueTextPipeInName(t *testing.T) {
 	line := "42|42|42|N/A|RUNNING|None|debug|alice|1001|physics|normal|4|2|gres:gpu:2|cpu=4,mem=2G,node=2,billing=4,gres/gpu=4|2026-11-21T12:09:43|2026-11-21T12:09:44|a|b|c\n"
-	jobs, err := ParseSqueueTextIn(strings.NewReader(line), time.UTC)
-	if err != nil {
-		t.Fatal(err)
+	jobs, ref, err := ParseSqueueTextIn(bytes.NewReader(withSep([]byte(line), len(squeueTextFields), testSep)), time.UTC, testSep)
+	if err != nil || ref.Records != 0 {
+		t.Fatal(err, ref)
 	}
 	want := Job{ID: "42", State: "RUNNING", Reason: "None", Partition: "debug", User: "alice", Account: "physics", QOS: "normal",
 		Count: 1, RawID: "42", Submit: time.Date(2026, 11, 21, 12, 9, 43, 0, time.UTC), Start: time.Date(2026, 11, 21, 12, 9, 44, 0, time.UTC),

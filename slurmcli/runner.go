@@ -145,6 +145,32 @@ func (s *Stats) record(name string, d time.Duration, cause string) {
 	}
 }
 
+// refused counts the records a parser left out of name's output and logs
+// the first time this runner's name leaves any out; it returns the
+// *RefusedError for the caller (nil when none was left out).
+func (r *Runner) refused(name string, ref Refused) error {
+	if ref.Records == 0 {
+		return nil
+	}
+	err := &RefusedError{Command: name, Refused: ref}
+	if r.stats.recordErrors(name, ref.Records) && r.Logger != nil {
+		r.Logger.Warn("slurm command printed records that cannot be read or name a job twice (a job name or other user text "+
+			"made to look like Slurm's output?); they are left out, the rest is used (logged once per command, counted as cause=record)",
+			"command", name, "err", err)
+	}
+	return err
+}
+
+// recordErrors counts n records of name left out; true the first time.
+func (s *Stats) recordErrors(name string, n int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.get(name)
+	first := c.Errors[CauseRecord] == 0
+	c.Errors[CauseRecord] += float64(n)
+	return first
+}
+
 // ParseError counts output of name that could not be parsed.
 func (s *Stats) ParseError(name string) {
 	s.mu.Lock()

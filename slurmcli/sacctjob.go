@@ -4,7 +4,9 @@ package slurmcli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -32,23 +34,27 @@ type SacctRecord struct {
 // Running reports whether the job had not ended when sacct answered.
 func (r SacctRecord) Running() bool { return r.End.IsZero() && !r.Start.IsZero() }
 
-// SacctRecordFormat is the column list SacctRecordArgs asks for.
-const SacctRecordFormat = "JobIDRaw,JobName,User,Account,Partition,Cluster,State,ExitCode,Submit,Start,End," +
-	"ElapsedRaw,TimelimitRaw,AllocCPUS,AllocTRES,NNodes,NodeList,TotalCPU,CPUTimeRAW"
+// SacctRecordFormat is the column list SacctRecordArgs asks for. JobName,
+// which the job's user chooses (and a step's name, srun -J), comes last:
+// see splitRecords.
+const SacctRecordFormat = "JobIDRaw,User,Account,Partition,Cluster,State,ExitCode,Submit,Start,End," +
+	"ElapsedRaw,TimelimitRaw,AllocCPUS,AllocTRES,NNodes,NodeList,TotalCPU,CPUTimeRAW,JobName"
 
 // SacctRecordArgs asks for every job that used id (--duplicates: after a
 // job-id reset an id can name several jobs) on cluster ("" for sacct's
-// default cluster). Steps are listed too: with -X, Slurm 22.05 prints a
-// TotalCPU of 0 on the allocation line; without it, the sum of the steps.
-func SacctRecordArgs(id, cluster string) []string {
-	args := []string{"-P", "-D", "-a", "-j", id, "--format=" + SacctRecordFormat}
+// default cluster), its fields joined by sep (NewSeparator). Steps are
+// listed too: with -X, Slurm 22.05 prints a TotalCPU of 0 on the
+// allocation line; without it, the sum of the steps.
+func SacctRecordArgs(id, cluster, sep string) []string {
+	args := []string{"-P", "--delimiter=" + sep, "-D", "-a", "-j", id, "--format=" + SacctRecordFormat}
 	if cluster != "" {
 		args = append(args, "-M", cluster)
 	}
 	return args
 }
 
-// SacctRecords runs sacct for one job id; id must be a plain job id.
+// SacctRecords runs sacct for one job id; id must be a plain job id. A
+// *RefusedError (Partial) comes with good records: some were left out.
 func SacctRecords(ctx context.Context, r *Runner, id, cluster string, loc *time.Location) ([]SacctRecord, error) {
 	if !validJobID(id) {
 		return nil, fmt.Errorf("sacct: refusing job id %q", id)
@@ -56,16 +62,17 @@ func SacctRecords(ctx context.Context, r *Runner, id, cluster string, loc *time.
 	if strings.ContainsAny(cluster, ", \t\n") {
 		return nil, fmt.Errorf("sacct: refusing cluster %q", cluster)
 	}
-	out, err := r.Run(ctx, "sacct", SacctRecordArgs(id, cluster)...)
+	sep := NewSeparator()
+	out, err := r.Run(ctx, "sacct", SacctRecordArgs(id, cluster, sep)...)
 	if err != nil {
 		return nil, err
 	}
-	recs, err := ParseSacctRecords(strings.NewReader(string(out)), loc)
+	recs, ref, err := ParseSacctRecords(bytes.NewReader(out), loc, sep)
 	if err != nil {
 		r.Stats().ParseError("sacct")
 		return nil, err
 	}
-	return recs, nil
+	return recs, r.refused("sacct", ref)
 }
 
 // pipeRow is one line of a `-P` table: its line number and a lookup of
@@ -123,29 +130,63 @@ func pipeTable(r io.Reader, cmd string, need ...string) ([]pipeRow, error) {
 // trimmed is a row's field without surrounding spaces.
 func (p pipeRow) trimmed(name string) string { return strings.TrimSpace(p.get(name)) }
 
-// ParseSacctRecords reads `sacct -P --format=...` output with its header and
-// keeps the allocation lines (step lines, "42.batch", are left out); times
-// are in loc (sacct prints local times without a zone).
-func ParseSacctRecords(r io.Reader, loc *time.Location) ([]SacctRecord, error) {
+// ParseSacctRecords reads `sacct -P --delimiter=sep --format=...` output
+// with its header (columns are found by name) and keeps the allocation
+// lines (step lines, "42.batch", are left out); times are in loc (sacct
+// prints local times without a zone). Records that cannot be read, and
+// every record of a job printed twice (same id and submit time: --duplicates
+// lists a reused id once per job), are left out and counted in Refused.
+func ParseSacctRecords(r io.Reader, loc *time.Location, sep string) ([]SacctRecord, Refused, error) {
 	if loc == nil {
 		loc = time.Local
 	}
-	rows, err := pipeTable(r, "sacct", "JobIDRaw", "State", "Start", "End")
-	if err != nil {
-		return nil, err
+	// The header decides the number of fields and where each column is,
+	// whatever a version adds or reorders.
+	br := bufio.NewReader(r)
+	head, long, err := readLine(br, maxRecordBytes)
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil, Refused{}, errors.New("sacct: empty output")
+	case err != nil:
+		return nil, Refused{}, err
+	case long:
+		return nil, Refused{}, errors.New("sacct: header line too long")
 	}
-	out := make([]SacctRecord, 0, len(rows))
-	for i, row := range rows {
-		if strings.Contains(row.get("JobIDRaw"), ".") {
-			continue
+	names := strings.Split(head, sep)
+	col := make(map[string]int, len(names))
+	for i, h := range names {
+		if _, dup := col[h]; !dup {
+			col[h] = i
 		}
-		rec, err := sacctRecord(row.trimmed, loc)
+	}
+	for _, n := range []string{"JobIDRaw", "State", "Start", "End"} {
+		if _, ok := col[n]; !ok {
+			return nil, Refused{}, fmt.Errorf("sacct: no %s column in header %q", n, head)
+		}
+	}
+	var out []SacctRecord
+	ref, err := splitRecords(br, sep, len(names), func(_ int, f []string) error {
+		get := func(name string) string {
+			if i, ok := col[name]; ok {
+				return strings.TrimSpace(f[i])
+			}
+			return ""
+		}
+		if strings.Contains(get("JobIDRaw"), ".") {
+			return nil
+		}
+		rec, err := sacctRecord(get, loc)
 		if err != nil {
-			return nil, fmt.Errorf("sacct row %d: %w", i+1, err)
+			return err
 		}
 		out = append(out, rec)
+		return nil
+	})
+	if err != nil {
+		return nil, ref, err
 	}
-	return out, nil
+	out = dropDuplicates(out, func(r SacctRecord) string { return r.ID + " submitted " + r.Submit.String() }, &ref)
+	return out, ref, nil
 }
 
 func sacctRecord(get func(string) string, loc *time.Location) (SacctRecord, error) {

@@ -20,10 +20,11 @@ const captureHeader = "JobID|JobIDRaw|JobName|User|UID|Group|Account|Partition|Q
 	"SystemCPU|MaxDiskRead|MaxDiskWrite|Priority|Reason|WorkDir|Cluster\n"
 
 func TestParseSacctRecordsRealCapture(t *testing.T) {
-	in := append([]byte(captureHeader), readFixture(t, "sacct-steps-after.txt")...)
-	recs, err := ParseSacctRecords(bytes.NewReader(in), time.UTC)
-	if err != nil {
-		t.Fatal(err)
+	// Taken with '|' and the job name third; no name there holds '|'.
+	in := withSep(append([]byte(captureHeader), readFixture(t, "sacct-steps-after.txt")...), 42, testSep)
+	recs, ref, err := ParseSacctRecords(bytes.NewReader(in), time.UTC, testSep)
+	if err != nil || ref.Records != 0 {
+		t.Fatal(err, ref)
 	}
 	byID := map[string]SacctRecord{}
 	for _, r := range recs {
@@ -79,13 +80,14 @@ func TestParseSlurmDuration(t *testing.T) {
 
 func TestSacctRecordsRunsSacct(t *testing.T) {
 	b := slurmclitest.New(t)
-	b.Script("sacct", "echo 'JobIDRaw|State|Start|End|Cluster'\necho '42|RUNNING|2026-01-02T03:04:05|Unknown|c1'")
+	b.Script("sacct", slurmclitest.FindSep+"\nprintf 'JobIDRaw|State|Start|End|Cluster\\n42|RUNNING|2026-01-02T03:04:05|Unknown|c1\\n' | "+slurmclitest.ToSep(5))
 	r := &Runner{BinDir: b.Dir}
 	recs, err := SacctRecords(context.Background(), r, "42", "c1", time.UTC)
 	if err != nil || len(recs) != 1 || !recs[0].Running() || recs[0].Cluster != "c1" {
 		t.Fatalf("records %+v, err %v", recs, err)
 	}
-	if args := strings.Join(b.Runs("sacct"), "\n"); !strings.Contains(args, "-j 42") || !strings.Contains(args, "-M c1") || !strings.Contains(args, "-D") {
+	if args := strings.Join(b.Runs("sacct"), "\n"); !strings.Contains(args, "-j 42") || !strings.Contains(args, "-M c1") || !strings.Contains(args, "-D") ||
+		!strings.Contains(args, "-P --delimiter=|") {
 		t.Errorf("sacct ran with %q", args)
 	}
 	for _, bad := range []string{"42;rm", "", "-j"} {
@@ -100,13 +102,18 @@ func TestSacctRecordsRunsSacct(t *testing.T) {
 
 func FuzzParseSacctRecords(f *testing.F) {
 	for _, n := range []string{"sacct-X-running.txt", "sacct-steps-after.txt"} {
-		f.Add(append([]byte(captureHeader), readFixture(f, n)...))
+		f.Add(withSep(append([]byte(captureHeader), readFixture(f, n)...), 42, testSep))
 	}
+	// The attacks: sacct fields in a name, a newline in a step's name, a
+	// job printed twice.
+	f.Add([]byte(sacctHeader + sacctLine("42", "alice", "COMPLETED", "9", "a|victim|chem|p|c1|TIMEOUT") +
+		sacctLine("42.0", "", "COMPLETED", "", "s\n43|x") + sacctLine("44", "b", "FAILED", "1", "x") + sacctLine("44", "c", "FAILED", "1", "y")))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		recs, err := ParseSacctRecords(bytes.NewReader(b), time.UTC)
+		recs, ref, err := ParseSacctRecords(bytes.NewReader(b), time.UTC, testSep)
 		if err != nil {
 			return
 		}
+		checkRefused(t, ref)
 		for _, r := range recs {
 			if r.Elapsed < 0 || r.TotalCPU < 0 || r.CPUTimeRaw < 0 || strings.Contains(r.State, " ") {
 				t.Fatalf("record %+v", r)

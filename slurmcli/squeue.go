@@ -3,7 +3,6 @@
 package slurmcli
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"slices"
@@ -60,11 +59,11 @@ func (j Job) InQueue() bool { return !terminal[j.State] }
 var SqueueJSONArgs = []string{"--json", "--all"}
 
 // squeueTextFields are the -O fields of the text form, one line per array
-// task (-r), each field unpadded (":0") and closed by "|". -O rather than
-// -o because only -O has tres-alloc: the allocated TRES of a running job
-// and the requested TRES, Slurm's defaults applied, of a pending one (-o's
-// %m prints 0 for a job without --mem). The name, the one field users type
-// freely, comes last: a | in it stays in the last field.
+// task (-r), each field unpadded (":0") and followed by the run's separator
+// (NewSeparator). -O rather than -o because only -O has tres-alloc: the
+// allocated TRES of a running job and the requested TRES, Slurm's defaults
+// applied, of a pending one (-o's %m prints 0 for a job without --mem). The
+// name, the one field users type freely, comes last (see splitRecords).
 var squeueTextFields = [...]string{"JobArrayID", "JobID", "ArrayJobID", "ArrayTaskID", "State", "Reason",
 	"Partition", "UserName", "UserID", "Account", "QOS", "NumCPUs", "NumNodes", "tres-per-node", "tres-alloc",
 	"SubmitTime", "StartTime", "Name"}
@@ -76,13 +75,15 @@ const (
 	sqNodes, sqTresPerNode, sqTres, sqSubmit, sqStart         = 12, 13, 14, 15, 16
 )
 
-// SqueueTextArgs are the arguments for the text form.
-var SqueueTextArgs = []string{"-h", "-a", "-r", "-O", squeueTextFormat()}
+// SqueueTextArgs are the arguments for the text form with separator sep.
+func SqueueTextArgs(sep string) []string {
+	return []string{"-h", "-a", "-r", "-O", squeueTextFormat(sep)}
+}
 
-func squeueTextFormat() string {
+func squeueTextFormat(sep string) string {
 	f := make([]string, len(squeueTextFields))
 	for i, name := range squeueTextFields {
-		f[i] = name + ":0|"
+		f[i] = name + ":0" + sep
 	}
 	f[len(f)-1] = squeueTextFields[len(f)-1] + ":0"
 	return strings.Join(f, ",")
@@ -197,26 +198,18 @@ func epoch(f flexNum) time.Time {
 	return time.Unix(int64(f.V), 0)
 }
 
-// ParseSqueueText reads the output of squeue with SqueueTextArgs, its
+// ParseSqueueText reads the output of squeue with SqueueTextArgs(sep), its
 // times in the local zone.
-func ParseSqueueText(r io.Reader) ([]Job, error) { return ParseSqueueTextIn(r, time.Local) }
+func ParseSqueueText(r io.Reader, sep string) ([]Job, Refused, error) {
+	return ParseSqueueTextIn(r, time.Local, sep)
+}
 
 // ParseSqueueTextIn is ParseSqueueText with the zone squeue printed in.
-func ParseSqueueTextIn(r io.Reader, loc *time.Location) ([]Job, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+// Records that cannot be read, and every record of a job printed twice,
+// are left out and counted in Refused.
+func ParseSqueueTextIn(r io.Reader, loc *time.Location, sep string) ([]Job, Refused, error) {
 	var jobs []Job
-	var f [len(squeueTextFields)]string
-	line := 0
-	for sc.Scan() {
-		line++
-		text := sc.Text()
-		if strings.TrimSpace(text) == "" {
-			continue
-		}
-		if n := splitFields(text, f[:]); n < len(f) {
-			return nil, fmt.Errorf("squeue line %d: %d fields, want %d", line, n, len(f))
-		}
+	ref, err := splitRecords(r, sep, len(squeueTextFields), func(_ int, f []string) error {
 		j := Job{
 			ID: f[sqID], RawID: f[sqRawID], State: strings.ToUpper(f[sqState]), Reason: PendingReason(f[sqReason]),
 			Partition: Clean(f[sqPartition]), User: Clean(f[sqUser]), Account: Clean(f[sqAccount]),
@@ -233,13 +226,13 @@ func ParseSqueueTextIn(r io.Reader, loc *time.Location) ([]Job, error) {
 		j.Allocated = j.State != "PENDING"
 		var err error
 		if j.CPUs, err = strconv.ParseFloat(f[sqCPUs], 64); err != nil {
-			return nil, fmt.Errorf("squeue line %d: cpus %q: %w", line, f[sqCPUs], err)
+			return fmt.Errorf("cpus %q: %w", f[sqCPUs], err)
 		}
 		if j.Submit, err = squeueTime(f[sqSubmit], loc); err != nil {
-			return nil, fmt.Errorf("squeue line %d: submit time: %w", line, err)
+			return fmt.Errorf("submit time: %w", err)
 		}
 		if j.Start, err = squeueTime(f[sqStart], loc); err != nil {
-			return nil, fmt.Errorf("squeue line %d: start time: %w", line, err)
+			return fmt.Errorf("start time: %w", err)
 		}
 		if !j.applyTRES(f[sqTres]) {
 			nodes, err := strconv.ParseFloat(f[sqNodes], 64)
@@ -256,25 +249,15 @@ func ParseSqueueTextIn(r io.Reader, loc *time.Location) ([]Job, error) {
 			jobs = slices.Grow(jobs, max(len(jobs), 64))
 		}
 		jobs = append(jobs, j)
+		return nil
+	})
+	if err != nil {
+		return nil, ref, err
 	}
-	return jobs, sc.Err()
-}
-
-// splitFields splits s at '|' into dst, the last field taking the rest of
-// the line (the job name, which may hold '|'), and returns how many fields
-// it found.
-func splitFields(s string, dst []string) int {
-	n := 0
-	for n < len(dst)-1 {
-		i := strings.IndexByte(s, '|')
-		if i < 0 {
-			break
-		}
-		dst[n], s = s[:i], s[i+1:]
-		n++
-	}
-	dst[n] = s
-	return n + 1
+	// JobArrayID names one record: a job, an array task, or a pending
+	// array's unsplit tasks ("7_[2-3]").
+	jobs = dropDuplicates(jobs, func(j Job) string { return j.ID }, &ref)
+	return jobs, ref, nil
 }
 
 // squeueTime reads a time squeue printed; N/A, Unknown and None are none.

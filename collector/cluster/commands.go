@@ -20,7 +20,7 @@ func CommandsFactory(sh *shared) collector.Factory {
 // slurmCommandCauses are always exported (as 0 until they happen) so that
 // rate() and alerts work from the first error on.
 var slurmCommandCauses = []string{slurmcli.CauseTimeout, slurmcli.CauseExit, slurmcli.CauseStart,
-	slurmcli.CauseParse, slurmcli.CauseTooLarge, slurmcli.CauseCanceled}
+	slurmcli.CauseParse, slurmcli.CauseTooLarge, slurmcli.CauseCanceled, slurmcli.CauseRecord}
 
 type slurmCommands struct {
 	cacheRef
@@ -33,7 +33,7 @@ func newSlurmCommands(c *slurmcli.Cache) *slurmCommands {
 		runs: collector.NewDesc("jobscope_slurm_command_runs_total",
 			"Slurm commands jobscope ran since start, counted by its command runner (at most one per source per --slurm.poll-interval, whatever the number of scrapes).", "command"),
 		errs: collector.NewDesc("jobscope_slurm_command_errors_total",
-			"Slurm command runs that failed, by cause: timeout (killed at --slurm.command-timeout), exit (non-zero status), start, parse (output not understood), too_large, canceled.", "command", "cause"),
+			"Slurm command runs that failed, by cause: timeout (killed at --slurm.command-timeout), exit (non-zero status), start, parse (output not understood), too_large, canceled; and record: records left out of an answer otherwise used (unreadable, or a job printed twice), counted one by one.", "command", "cause"),
 		seconds: collector.NewDesc("jobscope_slurm_command_duration_seconds_total",
 			"Wall time spent running Slurm commands since start, measured by jobscope's command runner.", "command"),
 		lastTime: collector.NewDesc("jobscope_slurm_command_last_duration_seconds",

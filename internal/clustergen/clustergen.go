@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/jobscope/jobscope/slurmcli/slurmclitest"
 )
 
 // Shape is the cluster to simulate.
@@ -82,8 +84,10 @@ func Write(dir, testdata string, s Shape) error {
 	}
 	q := func(n string) string { return "'" + filepath.Join(dir, n) + "'" }
 	scripts := map[string]string{
-		"squeue": `case "$*" in *--json*) exec cat ` + q("squeue.json") + `;; *" -O "*) exec cat ` + q("squeue-O.txt") + `;; *) exec cat ` + q("squeue-o.txt") + `;; esac`,
-		"sinfo":  "exec cat " + q("sinfo.json"),
+		// The -O text with the separator the run asked for.
+		"squeue": slurmclitest.FindSep + "\n" + `case "$*" in *--json*) exec cat ` + q("squeue.json") + `;; *" -O "*) ` +
+			slurmclitest.ToSep(18) + " " + q("squeue-O.txt") + `;; *) exec cat ` + q("squeue-o.txt") + `;; esac`,
+		"sinfo": "exec cat " + q("sinfo.json"),
 		"scontrol": `case "$*" in *--json*) cat ` + q("scontrol-show-res-busy.json.stderr") + ` >&2; exit 1;;
 *reservation*) exec cat ` + q("scontrol-show-res-busy.txt") + `;; *licenses*) exec cat ` + q("scontrol-show-lic-busy.txt") + `;;
 *) exec cat ` + q("scontrol-node.txt") + `;; esac`,

@@ -32,9 +32,10 @@ func TestWrite(t *testing.T) {
 	if err != nil || len(js) != s.Jobs {
 		t.Fatalf("json: %d jobs, %v", len(js), err)
 	}
-	text, err := slurmcli.ParseSqueueTextIn(bytes.NewReader(run("squeue", slurmcli.SqueueTextArgs...)), time.UTC)
-	if err != nil {
-		t.Fatal(err)
+	sep := slurmcli.NewSeparator()
+	text, ref, err := slurmcli.ParseSqueueTextIn(bytes.NewReader(run("squeue", slurmcli.SqueueTextArgs(sep)...)), time.UTC, sep)
+	if err != nil || ref.Records != 0 {
+		t.Fatal(err, ref)
 	}
 	queued, tasks := 0, 0
 	for _, j := range js {

@@ -78,3 +78,25 @@ func TestSlurmdbdDownInReport(t *testing.T) {
 		}
 	}
 }
+
+// TestSacctPartialAnswer: records sacct printed twice are left out with a
+// note, and the others are used.
+func TestSacctPartialAnswer(t *testing.T) {
+	b := slurmclitest.New(t)
+	line := func(id, user, name string) string {
+		return "echo '" + id + "|" + user + "|chemistry|cpu|c1|COMPLETED|0:0|2026-02-20T07:59:00|2026-02-20T08:00:00|2026-02-20T09:00:00|3600|120|4||1|n03|03:48:00|14400|" + name + "'\n"
+	}
+	b.Script("sacct", slurmclitest.FindSep+"\n{\necho 'JobIDRaw|User|Account|Partition|Cluster|State|ExitCode|Submit|Start|End|ElapsedRaw|TimelimitRaw|AllocCPUS|AllocTRES|NNodes|NodeList|TotalCPU|CPUTimeRAW|JobName'\n"+
+		line("777", "bob", "a")+line("777", "victim", "b")+line("778", "dave", "c")+"} | "+slurmclitest.ToSep(19))
+	o := scenarioOptions(t, nil)
+	o.Slurm = &slurmcli.Runner{BinDir: b.Dir}
+	o.Config = DefaultConfig()
+	r, err := newRunner(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, note, err := r.sacctRecords(t.Context(), "777", "c1")
+	if err != nil || len(recs) != 1 || recs[0].User != "dave" || !strings.Contains(note, "left out") {
+		t.Fatalf("records %+v, note %q, err %v", recs, note, err)
+	}
+}

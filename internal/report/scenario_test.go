@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/jobscope/jobscope/slurmcli/slurmclitest"
 )
 
 // The recorded fixture (testdata/report/prometheus.json) holds a real
@@ -279,9 +281,11 @@ var sacctLines = map[string][]string{
 	"901": {"901|lost|alice|physics|cpu|c1|COMPLETED|0:0|2026-03-01T10:00:00|2026-03-01T10:01:00|2026-03-01T11:01:00|3600|120|1|cpu=1,mem=1G,node=1|1|n09|00:50:00|3600"},
 }
 
-// fakeSacctScript answers `sacct ... -j ID ...` from sacctLines.
+// fakeSacctScript answers `sacct ... -j ID ...` from sacctLines, with the
+// --delimiter the run asked for.
 func fakeSacctScript() string {
 	var b strings.Builder
+	b.WriteString(slurmclitest.FindSep + "\n{\n")
 	b.WriteString("echo 'JobIDRaw|JobName|User|Account|Partition|Cluster|State|ExitCode|Submit|Start|End|ElapsedRaw|TimelimitRaw|AllocCPUS|AllocTRES|NNodes|NodeList|TotalCPU|CPUTimeRAW'\n")
 	b.WriteString("while [ $# -gt 0 ]; do [ \"$1\" = -j ] && id=$2; shift; done\ncase $id in\n")
 	ids := make([]string, 0, len(sacctLines))
@@ -296,6 +300,6 @@ func fakeSacctScript() string {
 		}
 		b.WriteString("\t;;\n")
 	}
-	b.WriteString("esac\n")
+	b.WriteString("esac\n} | " + slurmclitest.ToSep(19) + "\n")
 	return b.String()
 }

@@ -23,6 +23,11 @@ func (r *runner) sacctRecords(ctx context.Context, id, cluster string) ([]slurmc
 		return nil, "", nil
 	}
 	recs, err := slurmcli.SacctRecords(ctx, r.slurm, id, cluster, r.loc)
+	if slurmcli.Partial(err) {
+		// The records sacct printed well are used; those left out (a job
+		// name made to look like sacct's output) are only noted.
+		return recs, "sacct printed records that could not be read or name a job twice; they were left out.", nil
+	}
 	if err != nil {
 		if r.cfg.Sacct == "always" {
 			return nil, "", &sacctError{msg: fmt.Sprintf("job %s: %s", id, sacctTrouble(err)), err: err}

@@ -58,10 +58,27 @@ func (b *Bin) Script(name, body string) {
 	}
 }
 
+// FindSep is sh text that sets SEP to the field separator a run asked for
+// (slurmcli.NewSeparator): sacct's --delimiter=, or what squeue's -o
+// format puts between %A and %F, or its -O format after "JobArrayID:0".
+const FindSep = `SEP='|'; for a in "$@"; do case "$a" in --delimiter=*) SEP=${a#--delimiter=};; ` +
+	`%A*) SEP=${a#%A}; SEP=${SEP%%%F*};; JobArrayID:0*) SEP=${a#JobArrayID:0}; SEP=${SEP%%,*};; esac; done`
+
+// ToSep returns an sh filter (after FindSep) that prints a capture taken
+// with '|' between n fields as the run asked for: the first n-1 '|' of each
+// line become SEP (the last field, a job name, may hold '|').
+func ToSep(n int) string {
+	return `awk -v n=` + strconv.Itoa(n) + ` -v sep="$SEP" '{ out = ""; for (i = 1; i < n; i++) { j = index($0, "|"); ` +
+		`if (!j) break; out = out substr($0, 1, j - 1) sep; $0 = substr($0, j + 1) } print out $0 }'`
+}
+
+// squeueOFields is the number of fields of slurmcli's squeue -O text form.
+const squeueOFields = 18
+
 // Fixtures makes squeue, sinfo, scontrol, sshare and sdiag print the
 // captures named <command>-...-<when> in dir (testdata/slurm/<version>):
-// squeue answers --json with JSON and anything else with its -O text;
-// scontrol answers show reservation and show licenses (text, or JSON with
+// squeue answers --json with JSON and anything else with its -O text,
+// printed with the run's separator (ToSep); scontrol answers show reservation and show licenses (text, or JSON with
 // --json) and else show node -o. Where a version has no --json, the
 // capture is what it said instead (<file>.json.stderr, exit status 1); a
 // capture that does not exist makes the command fail. sacct is left to Sacct: its queries reach slurmdbd, so
@@ -69,7 +86,7 @@ func (b *Bin) Script(name, body string) {
 func (b *Bin) Fixtures(dir, when string) {
 	b.t.Helper()
 	f := b.quoted(dir)
-	b.Script("squeue", `case "$1" in --json) exec cat `+f("squeue-"+when+".json")+`;; *) exec cat `+f("squeue-O-"+when+".txt")+`;; esac`)
+	b.Script("squeue", FindSep+"\n"+`case "$1" in --json) exec cat `+f("squeue-"+when+".json")+`;; *) `+ToSep(squeueOFields)+` `+f("squeue-O-"+when+".txt")+`;; esac`)
 	b.Script("sinfo", "exec cat "+f("sinfo-"+when+".json"))
 	b.Script("scontrol", `json() { [ -e "$1.stderr" ] && [ ! -e "$1" ] && { cat "$1.stderr" >&2; exit 1; }; exec cat "$1"; }
 case "$*" in
