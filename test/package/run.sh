@@ -112,6 +112,7 @@ expected() { # format variant arch
 		0644 /usr/share/jobscope/prometheus/jobscope-alert-rules.yml contrib/prometheus/jobscope-alert-rules.yml
 		0644 /usr/share/jobscope/prometheus/jobscope-usage-rules.yml contrib/prometheus/jobscope-usage-rules.yml
 		0644 /usr/share/jobscope/prometheus/jobscope-summary-rules.yml contrib/prometheus/jobscope-summary-rules.yml
+		0644 /usr/share/jobscope/prometheus/jobscope-jobstats-rules.yml contrib/prometheus/jobscope-jobstats-rules.yml
 		0644 /usr/share/man/man1/jobscope.1.gz @
 		0755 /usr/share/doc/jobscope/ @
 		0644 /usr/share/doc/jobscope/copyright @
