@@ -116,6 +116,7 @@ expected() { # format variant arch
 		0644 /usr/share/jobscope/prometheus/jobscope-job-alert-rules.yml contrib/prometheus/jobscope-job-alert-rules.yml
 		0755 /usr/share/jobscope/alertmanager/ @
 		0644 /usr/share/jobscope/alertmanager/alertmanager.yml contrib/alertmanager/alertmanager.yml
+		0644 /usr/share/jobscope/prometheus/jobscope-jobstats-rules.yml contrib/prometheus/jobscope-jobstats-rules.yml
 		0644 /usr/share/man/man1/jobscope.1.gz @
 		0755 /usr/share/doc/jobscope/ @
 		0644 /usr/share/doc/jobscope/copyright @
