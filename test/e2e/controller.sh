@@ -44,6 +44,21 @@ alert_state() {
 
 alert_present() { [ -n "$(alert_state "$@")" ]; }
 
+# sacct_snapshot DVAR RVAR: slurmdbd's sacct queries (DVAR) and the sacct runs
+# both controller instances counted (RVAR), read at one moment: the scrapes
+# are taken between two equal readings of slurmdbd's counter, up to 10 tries.
+sacct_snapshot() {
+	local -n _d=$1 _r=$2
+	local i before
+	for i in $(seq 10); do
+		before=$(dbd_calls)
+		scrape $PORT_CTL "$C"
+		scrape $PORT_TXT "$T"
+		_d=$(dbd_calls)
+		[ "$before" = "$_d" ] && break
+	done
+	_r=$(($(mnum "$C" jobscope_slurm_command_runs_total 'command="sacct"') + $(mnum "$T" jobscope_slurm_command_runs_total 'command="sacct"')))
+}
 # dbd_calls: DBD_GET_JOBS_COND (sacct's query) calls slurmdbd counted so far.
 dbd_calls() {
 	sacctmgr show stats 2>/dev/null | awk '$1=="DBD_GET_JOBS_COND" && match($0, /count:[0-9]+/){print substr($0, RSTART+6, RLENGTH-6)}'
@@ -178,18 +193,17 @@ ctl_depth() {
 	# slurmdbd's load: over a quiet window, every sacct query slurmdbd
 	# served came from the two jobscope instances, one per poll each.
 	local d0 d1 r0 r1 n0 n1 t0 t1
-	scrape $PORT_CTL "$C"
-	scrape $PORT_TXT "$T"
-	d0=$(dbd_calls)
-	r0=$(($(mnum "$C" jobscope_slurm_command_runs_total 'command="sacct"') + $(mnum "$T" jobscope_slurm_command_runs_total 'command="sacct"')))
+	# Both instances poll every second, so a sacct may start between the
+	# scrapes and the reading of slurmdbd's counter: on a busy machine the
+	# two counts then differ by that one run. sacct_snapshot takes the
+	# scrapes between two equal readings of slurmdbd's counter (a few tries,
+	# bounded), so both counts describe one moment.
+	sacct_snapshot d0 r0
 	n0=$(mval "$C" jobscope_slurm_sacct_records_total)
 	t0=$(date +%s)
 	sleep 10
-	scrape $PORT_CTL "$C"
-	scrape $PORT_TXT "$T"
-	d1=$(dbd_calls)
+	sacct_snapshot d1 r1
 	t1=$(date +%s)
-	r1=$(($(mnum "$C" jobscope_slurm_command_runs_total 'command="sacct"') + $(mnum "$T" jobscope_slurm_command_runs_total 'command="sacct"')))
 	n1=$(mval "$C" jobscope_slurm_sacct_records_total)
 	check_eq "slurmdbd: DBD_GET_JOBS_COND calls over $((t1 - t0))s == jobscope's sacct runs" "$((r1 - r0))" "$((d1 - d0))"
 	# A poll is due a second after the last; scrapes come every second, so
