@@ -103,6 +103,40 @@ done
 check "report: Prometheus scraped job 200 twice with the packaged config (got ${samples:-none})" test "${samples:-0}" -ge 2
 check_eq "report: Prometheus loaded every installed rules file" "$(printf '%s\n' "${rules[@]}" | paste -sd' ')" \
 	"$(innet curl -sf http://127.0.0.1:9090/api/v1/rules | grep -o '"file":"[^"]*"' | cut -d'"' -f4 | sort -u | paste -sd' ')"
+
+# Issue 25 item 3, on the installed binary and rules: a path given that does
+# not exist stops the start with one line and exit 2; a root that exists but
+# holds no cgroup hierarchy sets the cgroup collector's success to 0 with its
+# cause; and the installed JobscopeJobsNotDiscovered fires for such a node
+# (the repository's promtool case run against the installed rules file).
+missing_out=$(inrt /usr/bin/jobscope --path.cgroupfs=/nonexistent/cgroup 2>&1)
+missing_rc=$?
+check_eq "report: a missing --path.cgroupfs exits 2" 2 "$missing_rc"
+check_eq "report: ... with one line naming the flag" "1 yes" \
+	"$(printf '%s\n' "$missing_out" | wc -l) $(printf '%s' "$missing_out" | grep -q -- '--path.cgroupfs' && echo yes)"
+mkdir -p "$RT/var/tmp/empty-cgroup"
+innet_rt /usr/bin/jobscope --web.listen-address=127.0.0.1:10818 --path.cgroupfs=/var/tmp/empty-cgroup \
+	--path.procfs=/var/tmp/demo/proc --path.sysfs=/var/tmp/demo/sys --slurm.node-metadata.squeue=false \
+	--collector.ebpf=false --collector.gpu=false --collector.power=false \
+	--log.level=error >"$WORK/report-jobscope-empty.log" 2>&1 &
+EPID=$!
+empty=
+for _ in $(seq 50); do
+	empty=$(innet curl -sf http://127.0.0.1:10818/metrics 2>/dev/null) && break
+	sleep 0.2
+done
+kill $EPID
+wait $EPID 2>/dev/null
+check_eq "report: an empty cgroup root: cgroup collector success 0" 1 \
+	"$(printf '%s\n' "$empty" | grep -c '^jobscope_scrape_collector_success{collector="cgroup"} 0$')"
+check_eq "report: ... cause no_cgroup_hierarchy counted" 1 \
+	"$(printf '%s\n' "$empty" | grep -c '^jobscope_collector_errors_total{cause="no_cgroup_hierarchy",collector="cgroup"} [1-9]')"
+mkdir -p "$RT$prom/tests"
+cp contrib/prometheus/tests/discovery-alerts.yml "$RT$prom/tests/"
+check "report: the installed JobscopeJobsNotDiscovered fires for a node without a cgroup hierarchy (promtool test rules)" \
+	inrt promtool test rules "$prom/tests/discovery-alerts.yml"
+rm -rf "$RT$prom/tests"
+
 kill $JPID
 wait $JPID 2>/dev/null
 
