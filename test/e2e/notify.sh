@@ -74,6 +74,9 @@ notify_exim_start() {
 
 notify_configs() {
 	local f route
+	# A fresh start: the receivers' ledgers of an earlier run (same job ids,
+	# within the period) would hold this run's messages back.
+	rm -rf "$NW"
 	install -d -m 0700 "$NW" "$NW/state" "$NW/state-dry" "$NW/am"
 	install -d -m 0755 "$NW/prom"
 	head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$NW/token"
