@@ -41,7 +41,7 @@ func fifo(t *testing.T, path string) {
 
 // Bad cgroupfs and procfs content, one kind per job of a 128-job node:
 // garbage, negative, 2^64 and 2^64-1 values, a repeated key, a 100 MB file,
-// a blocking cgroup file and a blocking procfs file. Every scrape answers
+// a blocking cgroup file and a FIFO under procfs. Every scrape answers
 // 200 without duplicate series, the cgroup and process collectors succeed,
 // every job but the one whose cgroup file blocks is exported, no counter
 // goes down, and the resident memory stays far below the 100 MB file.
@@ -87,11 +87,16 @@ func TestBadFiles(t *testing.T) {
 	if rss := rssKiB(t, n.cmd.Process.Pid); rss > 80<<10 {
 		t.Errorf("RSS %d KiB after reading around a 100 MB file", rss)
 	}
-	// Each bad input is counted under its cause; the blocked files cost
-	// job 1005 its cgroup series and job 1007 its process series.
+	// Each bad input is counted under its cause; the blocking io.stat costs
+	// job 1005 its cgroup series. The process collector opens procfs files
+	// without waiting (O_NONBLOCK), so the FIFO at /proc/4243/io holds no
+	// worker: it is a bad procfs file, not a timeout.
+	if prev[`jobscope_collector_errors_total{cause="job_timeout",collector="process"}`] != 0 {
+		t.Error("a FIFO under procfs held a process collector worker until its job's share of the deadline")
+	}
 	for _, series := range []string{
 		`jobscope_collector_errors_total{cause="job_timeout",collector="cgroup"}`,
-		`jobscope_collector_errors_total{cause="job_timeout",collector="process"}`,
+		`jobscope_collector_errors_total{cause="bad_procfs_file",collector="process"}`,
 		`jobscope_collector_errors_total{cause="malformed_file",collector="cgroup"}`,
 		`jobscope_collector_errors_total{cause="read_failed",collector="cgroup"}`, // the 100 MB file
 	} {
