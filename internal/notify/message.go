@@ -99,15 +99,15 @@ func digestSubject(cluster string, ids []string) string {
 	if len(jobs) > 10 {
 		jobs = jobs[:10]
 	}
-	word := "job "
+	word, verb := "job ", " needs attention"
 	if len(ids) > 1 {
-		word = "jobs "
+		word, verb = "jobs ", " need attention"
 	}
 	s += word + strings.Join(jobs, ", ")
 	if len(ids) > len(jobs) {
 		s += fmt.Sprintf(" and %d more", len(ids)-len(jobs))
 	}
-	return textSafe(clip(s+" need attention", 200))
+	return textSafe(clip(s+verb, 200))
 }
 
 func digestText(v digestView) string {
