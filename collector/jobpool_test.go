@@ -73,7 +73,11 @@ func TestJobTimeoutLeavesOneJobOut(t *testing.T) {
 		}
 		goroutines = append(goroutines, runtime.NumGoroutine())
 	}
-	if goroutines[19] > goroutines[1] {
+	// The leak this guards against starts a goroutine per scrape (18 more
+	// by the last); a goroutine that the process starts once meanwhile
+	// (the exporter's idle timer, a runtime helper on a busy machine) is one
+	// more for good, and was seen here as 8 -> 9 halfway through.
+	if goroutines[19]-goroutines[1] > 3 {
 		t.Errorf("goroutines grew over 20 scrapes: %v", goroutines)
 	}
 	released.Store(true)
