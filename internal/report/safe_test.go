@@ -21,30 +21,7 @@ import (
 // after a spreadsheet formula.
 const hostile = "=HYPERLINK(\"http://x\")\x1b[2J\x1b]0;pwned\a\u009b31m\x7f\u202etxt.exe\xff"
 
-func TestTermSafe(t *testing.T) {
-	for in, want := range map[string]string{
-		"train":               "train",
-		"héllo 中文 – ok":       "héllo 中文 – ok",
-		"a\x1b[2Jb":           "a␛[2Jb",
-		"\x1b]0;title\a":      "␛]0;title␇",
-		"tab\there\r\n":       "tab␉here␍␊",
-		"del\x7f":             "del␡",
-		"c1\u009b2J":          "c1\ufffd2J",
-		"abc\u202eexe.txt":    "abc\ufffdexe.txt",
-		"\u2066x\u2069\u200f": "\ufffdx\ufffd\ufffd",
-		"bad\xffbyte":         "bad\ufffdbyte",
-		"real \ufffd stays":   "real \ufffd stays",
-	} {
-		got := termSafe(in)
-		if got != want {
-			t.Errorf("termSafe(%q) = %q, want %q", in, got, want)
-		}
-		// One rune for one: columns padded before stay aligned.
-		if utf8.RuneCountInString(got) != len([]rune(in)) {
-			t.Errorf("termSafe(%q) changed the width: %q", in, got)
-		}
-	}
-}
+// termSafe is termsafe.String, tested in its own package.
 
 func TestCSVSafe(t *testing.T) {
 	for in, want := range map[string]string{
