@@ -81,13 +81,17 @@ for _ in $(seq 50); do
 done
 innet() { nsenter --net=/proc/$NSPID/ns/net "$@"; }
 innet_rt() { nsenter --net=/proc/$NSPID/ns/net chroot "$RT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C "$@" </dev/null; }
+# innet_rt_bg, for a server started with &: exec makes the background job's
+# pid the server's own (nsenter, chroot and env each exec the next), so
+# `kill $!` stops the server, not a subshell that leaves it running.
+innet_rt_bg() { exec nsenter --net=/proc/$NSPID/ns/net chroot "$RT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C "$@" </dev/null; }
 innet ip link set lo up
-innet_rt /usr/bin/jobscope --web.listen-address=127.0.0.1:10817 --path.cgroupfs=/var/tmp/demo/cgroup \
+innet_rt_bg /usr/bin/jobscope --web.listen-address=127.0.0.1:10817 --path.cgroupfs=/var/tmp/demo/cgroup \
 	--path.procfs=/var/tmp/demo/proc --path.sysfs=/var/tmp/demo/sys --slurm.job-props-dir=/var/tmp/demo/props \
 	--slurm.node-metadata.squeue=false --collector.ebpf=false --collector.gpu=false --collector.power=false \
 	--log.level=error >"$WORK/report-jobscope.log" 2>&1 &
 JPID=$!
-innet_rt prometheus --config.file=$prom/prometheus.yml --storage.tsdb.path=/var/tmp/prometheus \
+innet_rt_bg prometheus --config.file=$prom/prometheus.yml --storage.tsdb.path=/var/tmp/prometheus \
 	--web.listen-address=127.0.0.1:9090 >"$WORK/report-prometheus.log" 2>&1 &
 PPID_=$!
 query() { innet curl -sf http://127.0.0.1:9090/api/v1/query --data-urlencode "query=$1" 2>/dev/null |
@@ -115,7 +119,7 @@ check_eq "report: a missing --path.cgroupfs exits 2" 2 "$missing_rc"
 check_eq "report: ... with one line naming the flag" "1 yes" \
 	"$(printf '%s\n' "$missing_out" | wc -l) $(printf '%s' "$missing_out" | grep -q -- '--path.cgroupfs' && echo yes)"
 mkdir -p "$RT/var/tmp/empty-cgroup"
-innet_rt /usr/bin/jobscope --web.listen-address=127.0.0.1:10818 --path.cgroupfs=/var/tmp/empty-cgroup \
+innet_rt_bg /usr/bin/jobscope --web.listen-address=127.0.0.1:10818 --path.cgroupfs=/var/tmp/empty-cgroup \
 	--path.procfs=/var/tmp/demo/proc --path.sysfs=/var/tmp/demo/sys --slurm.node-metadata.squeue=false \
 	--collector.ebpf=false --collector.gpu=false --collector.power=false \
 	--log.level=error >"$WORK/report-jobscope-empty.log" 2>&1 &
@@ -162,4 +166,8 @@ check "report: it says the job ended" grep -q '^State     ENDED' "$out"
 }
 kill $PPID_ $NSPID 2>/dev/null
 wait $PPID_ $NSPID 2>/dev/null
+# Nothing of this phase is left running (a subshell's pid once stood for
+# each server, and killing it left the servers behind).
+left=$(for p in $JPID $PPID_ $EPID; do kill -0 "$p" 2>/dev/null && echo "$p"; done)
+check_eq "report: the exporters and Prometheus it started are stopped" "" "$left"
 umount "$RT/proc"
