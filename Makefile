@@ -90,7 +90,7 @@ test: test-deps ## unit, golden, fuzz-seed and privileged tests (root runs the p
 # programs one at a time; the race detector adds nothing there) and the
 # test tools. Then the binary itself, built with -race, under concurrent
 # scrapes of the demo node: any "DATA RACE" in its stderr fails the case.
-RACE_PKGS ?= ./collector/... ./discovery/... ./cmd/jobscope/ ./internal/poll/ ./internal/report/... ./internal/notify/ \
+RACE_PKGS ?= ./collector/... ./discovery/... ./cmd/jobscope/ ./internal/poll/ ./cmd/jobscope-report/report/... ./internal/notify/ \
 	./slurmcli/... ./gpu/... ./power/... ./cgroupfs/...
 test-race: ## the concurrent packages under the race detector, and concurrent scrapes of a -race binary
 	$(GO) test -race -count=1 $(RACE_PKGS)
@@ -151,7 +151,7 @@ vm-e2e: build ## jobscope as a systemd service in Debian 12, 13 and forky VMs (r
 
 # In-process scrape benchmarks (cgroup and process collectors), then the real
 # binary over HTTP on generated v2 and v1 nodes whose jobs hold real idle
-# processes (internal/benchnode): each shape's I/O floor, then the default
+# processes (test/bench/node): each shape's I/O floor, then the default
 # node collectors (ebpf and gpu off) and the cgroup collector alone, for this
 # tree's binary and for $(BENCH_BASE)'s, built from git in the same run.
 # BENCH_SHAPES picks shapes (bin/benchnode -h lists them); BENCH_FLAGS adds
@@ -164,7 +164,7 @@ bench: build ## scrape benchmarks on generated 128/512-job trees, against BENCH_
 	rm -rf build/bench-base && mkdir -p build/bench-base
 	git archive $(BENCH_BASE) | tar -x -C build/bench-base
 	cd build/bench-base && $(GO) build -trimpath -o ../../bin/jobscope-base ./cmd/jobscope
-	$(GO) build -o bin/benchnode ./internal/benchnode
+	$(GO) build -o bin/benchnode ./test/bench/node
 	bin/benchnode -bin $(BIN) -base bin/jobscope-base -shapes $(BENCH_SHAPES) $(BENCH_FLAGS) | tee -a bench.out
 
 # Controller mode at scale (docs/controller.md): a simulated 2,000-node
@@ -173,7 +173,7 @@ bench: build ## scrape benchmarks on generated 128/512-job trees, against BENCH_
 # per job, series, resident memory), in JSON and in text.
 bench-controller: build ## controller mode on a simulated 2,000-node cluster
 	TZ=UTC $(GO) test -run '^$$' -bench 'SlurmCluster' -benchmem -benchtime 3x -count 5 ./collector/cluster/ | tee bench-controller.out
-	$(GO) run ./internal/benchctl | tee -a bench-controller.out
+	$(GO) run ./test/bench/ctl | tee -a bench-controller.out
 
 # ns per sched_switch event (kernel BPF stats) against an empty program, and
 # perf bench sched pipe with and without jobscope (root).
@@ -207,7 +207,7 @@ generate: ## go generate: the BPF objects (bpf2go, needs clang)
 OWID_CSV ?= owid-energy-data.csv
 emission-factors: ## power/emissions_factors.csv from Our World in Data's OWID_CSV
 	@dpkg -s iso-codes >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends iso-codes >/dev/null; }
-	$(GO) run ./internal/factorsgen -owid $(OWID_CSV) -source "$(OWID_SOURCE)" -o power/emissions_factors.csv
+	$(GO) run ./test/gen/factors -owid $(OWID_CSV) -source "$(OWID_SOURCE)" -o power/emissions_factors.csv
 
 docs: ## regenerate docs/metrics.md from the code
 	$(GO) test ./collector/registry/ -run TestMetricsDoc -update

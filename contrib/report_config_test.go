@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jobscope/jobscope/internal/report"
+	"github.com/jobscope/jobscope/cmd/jobscope-report/report"
 )
 
 // commentedSetting is a line of a packaged example that holds a setting:

@@ -18,10 +18,10 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/spf13/pflag"
 
+	"github.com/jobscope/jobscope/cmd/jobscope-report/report"
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/registry"
 	"github.com/jobscope/jobscope/internal/notify"
-	"github.com/jobscope/jobscope/internal/report"
 )
 
 // Set at build time with -ldflags "-X main.version=... -X main.revision=...".

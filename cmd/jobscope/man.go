@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/jobscope/jobscope/internal/report"
+	"github.com/jobscope/jobscope/cmd/jobscope-report/report"
 )
 
 // writeMan writes jobscope(1) in roff from the flag set the binary parses,

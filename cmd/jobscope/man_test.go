@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/jobscope/jobscope/cmd/jobscope-report/report"
 	"github.com/jobscope/jobscope/gpu"
-	"github.com/jobscope/jobscope/internal/report"
 )
 
 // The man page lists every flag --help lists, each once, and nothing

@@ -14,7 +14,7 @@ import (
 
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/discovery"
-	"github.com/jobscope/jobscope/internal/fixturegen"
+	"github.com/jobscope/jobscope/test/gen/fixture"
 	"github.com/jobscope/jobscope/internal/testutil"
 )
 

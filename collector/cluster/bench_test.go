@@ -13,16 +13,16 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/jobscope/jobscope/internal/clustergen"
+	"github.com/jobscope/jobscope/test/gen/cluster"
 	"github.com/jobscope/jobscope/slurmcli"
 	"github.com/jobscope/jobscope/slurmcli/slurmclitest"
 )
 
 // BenchmarkSlurmCluster measures one controller-mode poll of a simulated
-// 2,000-node cluster of 10,000 and of 50,000 jobs (internal/clustergen): the fake commands
+// 2,000-node cluster of 10,000 and of 50,000 jobs (test/gen/cluster): the fake commands
 // run, every output is parsed, every default cluster collector emits, and
 // the exposition is encoded. Each iteration is a new poll (the fake clock
-// moves a poll interval on). internal/benchctl measures the real binary
+// moves a poll interval on). test/bench/ctl measures the real binary
 // (time per job, series, resident memory); this gives the allocations.
 func BenchmarkSlurmCluster(b *testing.B) {
 	// The simulated times are UTC, as the binary's benchmark runs them.

@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobscope/jobscope/internal/fixturegen"
+	"github.com/jobscope/jobscope/test/gen/fixture"
 )
 
 var binary string

@@ -97,7 +97,7 @@ func loadReplay(t *testing.T) *replay {
 	t.Helper()
 	b, err := os.ReadFile(fixtureFile)
 	if err != nil {
-		t.Fatalf("%v (rebuild it with go test ./internal/report -run TestRecordFixture -record)", err)
+		t.Fatalf("%v (rebuild it with go test ./cmd/jobscope-report/report -run TestRecordFixture -record)", err)
 	}
 	rp := &replay{}
 	if err := json.Unmarshal(b, &rp.answers); err != nil {

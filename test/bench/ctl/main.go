@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Command benchctl measures controller mode at scale: it writes a
-// simulated cluster (internal/clustergen: 2,000 nodes and 50,000 jobs by
+// simulated cluster (test/gen/cluster: 2,000 nodes and 50,000 jobs by
 // default) as fake Slurm commands, runs each given jobscope binary in
 // controller mode on it, in JSON and in text form, scrapes it repeatedly
 // over HTTP (every scrape a new poll, a poll interval apart: all commands
@@ -21,8 +21,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jobscope/jobscope/internal/benchproc"
-	"github.com/jobscope/jobscope/internal/clustergen"
+	"github.com/jobscope/jobscope/test/bench/proc"
+	"github.com/jobscope/jobscope/test/gen/cluster"
 )
 
 func main() {

@@ -17,7 +17,7 @@ import (
 func TestWrite(t *testing.T) {
 	dir := t.TempDir()
 	s := Shape{Nodes: 40, Jobs: 1000, Partitions: 4, Users: 10, Accounts: 3}
-	if err := Write(dir, filepath.Join("..", "..", "testdata", "slurm", "22.05"), s); err != nil {
+	if err := Write(dir, filepath.Join("..", "..", "..", "testdata", "slurm", "22.05"), s); err != nil {
 		t.Fatal(err)
 	}
 	run := func(name string, args ...string) []byte {

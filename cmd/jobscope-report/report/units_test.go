@@ -22,7 +22,7 @@ import (
 // prints (its golden outputs), and every summary series is recorded by
 // the shipped usage rules. A rename breaks this test, not users' reports.
 func TestNamesExist(t *testing.T) {
-	golden := testutil.GoldenMetricNames(t, "../../testdata")
+	golden := testutil.GoldenMetricNames(t, "../../../testdata")
 	for _, m := range []string{mInfo, mCPUUsage, mCPUMode, mCPUCore, mCPUs, mCPUThrottled, mMemUsage, mMemPeak,
 		mMemLimit, mMemStat, mMemSwap, mMemEvents, mPressure, mBlockIO, mStorageIO, mSyscallIO, mSyscalls,
 		mProcStorageIO, mProcSyscallIO, mNetwork, mProcesses, mThreads, mOpenFDs, mProcessCPU, mGPUInfo, mGPUUtil,
@@ -31,7 +31,7 @@ func TestNamesExist(t *testing.T) {
 			t.Errorf("the report reads %s, which no golden output of the exporter has", m)
 		}
 	}
-	rules, err := os.ReadFile("../../contrib/prometheus/" + usageRulesFile)
+	rules, err := os.ReadFile("../../../contrib/prometheus/" + usageRulesFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestQueriesQuoteInput(t *testing.T) {
 // usage summary is named in docs/report.md, so the documented contract
 // stays whole.
 func TestJSONFieldsDocumented(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/report.md")
+	doc, err := os.ReadFile("../../../docs/report.md")
 	if err != nil {
 		t.Fatal(err)
 	}

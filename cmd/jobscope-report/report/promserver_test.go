@@ -86,7 +86,7 @@ func startPrometheus(t *testing.T, jobs []simJob, now time.Time) *livePrometheus
 	f.Close()
 	data := filepath.Join(dir, "data")
 	run(t, promtool, "tsdb", "create-blocks-from", "openmetrics", om, data)
-	rules, err := filepath.Abs("../../contrib/prometheus/" + usageRulesFile)
+	rules, err := filepath.Abs("../../../contrib/prometheus/" + usageRulesFile)
 	if err != nil {
 		t.Fatal(err)
 	}
