@@ -135,9 +135,6 @@ func (d *Discoverer) Close() {
 	}
 }
 
-// Layout returns the cgroup layout discovery works on.
-func (d *Discoverer) Layout() Layout { return d.cfg.Layout }
-
 // Discover lists the jobs present now, sorted by id, with metadata.
 func (d *Discoverer) Discover(ctx context.Context, problem Problem) []*Job {
 	jobs, _ := d.DiscoverStats(ctx, problem)
