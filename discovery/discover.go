@@ -188,11 +188,6 @@ func (d *Discoverer) nodeNames(waiting map[string]bool) []string {
 	return names
 }
 
-// DirError describes a cgroup directory that does not look like Slurm's.
-type DirError struct{ Path, Why string }
-
-func (e *DirError) Error() string { return e.Path + ": " + e.Why }
-
 // JobIDFromCgroupPath finds the numeric job id of a ".../job_<id>/..."
 // cgroup path (a line of /proc/<pid>/cgroup), or "".
 func JobIDFromCgroupPath(p string) string {
