@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jobscope/jobscope/internal/boundedread"
 	"golang.org/x/sys/unix"
 )
 
@@ -101,7 +102,7 @@ func readEnvironFile(path string) ([]byte, error) {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(fd)
-	b, truncated, err := readAllFd(fd, maxEnviron, true)
+	b, truncated, err := boundedread.Fd(fd, maxEnviron)
 	if err != nil {
 		return nil, err
 	}
