@@ -9,8 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jobscope/jobscope/internal/boundedread"
 	"golang.org/x/sys/unix"
+
+	"github.com/jobscope/jobscope/internal/boundedread"
 )
 
 // Reading /proc/<pid>/environ takes the process's mm lock: it waits as

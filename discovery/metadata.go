@@ -17,8 +17,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jobscope/jobscope/internal/boundedread"
 	"golang.org/x/sys/unix"
+
+	"github.com/jobscope/jobscope/internal/boundedread"
 )
 
 // metaEntry is one job's metadata, per source, cached for the job's life.
