@@ -11,7 +11,11 @@ import (
 	"testing"
 )
 
-// TestGeneratedUpToDate reruns every bpf2go line of gen.go into a temporary
+// generators are the files whose go:generate lines run bpf2go: the
+// product's programs, and the benchmark's, which only tests embed.
+var generators = []string{"gen.go", "bench_gen_test.go"}
+
+// TestGeneratedUpToDate reruns every bpf2go line of generators into a temporary
 // directory and compares with the committed files. The output is
 // byte-for-byte reproducible for one clang version, so the test runs only
 // with the clang recorded in clang-version.txt (make generate rewrites it).
@@ -32,9 +36,13 @@ func TestGeneratedUpToDate(t *testing.T) {
 	if strings.TrimSpace(string(want)) != strings.TrimSpace(have) {
 		t.Skipf("objects were generated with %q, this is %q: a byte comparison would mean nothing", strings.TrimSpace(string(want)), have)
 	}
-	gen, err := os.ReadFile("gen.go")
-	if err != nil {
-		t.Fatal(err)
+	var gen []byte
+	for _, f := range generators {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gen = append(gen, b...)
 	}
 	dir := t.TempDir()
 	n := 0
@@ -51,7 +59,7 @@ func TestGeneratedUpToDate(t *testing.T) {
 		}
 	}
 	if n == 0 {
-		t.Fatal("no bpf2go lines in gen.go")
+		t.Fatalf("no bpf2go lines in %v", generators)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*"))
 	for _, f := range files {
@@ -88,4 +96,18 @@ func splitArgs(s string) []string {
 		out = append(out, cur.String())
 	}
 	return out
+}
+
+// TestProductEmbedsOnlyWhatItLoads: the package, as the binary links it,
+// embeds the one object the loader loads (loadJobscope). The benchmark's
+// empty program used to be embedded too, shipped in every binary and never
+// loaded; it belongs to the tests (bench_gen_test.go).
+func TestProductEmbedsOnlyWhatItLoads(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{join .EmbedFiles " "}}`, ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	if got := strings.TrimSpace(string(out)); got != "jobscope_bpfel.o" {
+		t.Errorf("the product embeds %q, want only jobscope_bpfel.o", got)
+	}
 }

@@ -128,19 +128,6 @@ func (s *Scrape) GPU() (*GPUReading, error) {
 // time it is counted in jobscope_collector_errors_total.
 func (s *Scrape) Problem(cause string, err error) { s.problems.Report(s.name, cause, err) }
 
-// Go runs fn on a new goroutine counted in wg. A panic in fn is recovered
-// there (a goroutine's panic is out of reach of the exporter's recover
-// and would end the process): it is counted as cause "panic", logged once
-// with its stack, and fails this collector's scrape, while what fn and the
-// other goroutines emitted still counts.
-func Go(s *Scrape, wg *sync.WaitGroup, fn func()) {
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		s.protect(fn)
-	}()
-}
-
 // protect runs fn, turning a panic into a problem; it reports whether fn
 // returned normally.
 func (s *Scrape) protect(fn func()) (ok bool) {

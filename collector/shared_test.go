@@ -106,20 +106,18 @@ func TestWaitingScrapeKeepsItsDeadline(t *testing.T) {
 		t.Fatalf("the waiting scrape took %v, past its deadline", waited)
 	}
 	for _, want := range []string{`jobscope_scrape_collector_success{collector="gated"} 0`, `jobscope_collector_errors_total{cause="timeout",collector="gated"} 1`} {
-		if !contains(out, want) {
+		if !strings.Contains(out, want) {
 			t.Errorf("waiting scrape: missing %s in\n%s", want, out)
 		}
 	}
 	close(release)
-	if got := <-first; !contains(got, `jobscope_scrape_collector_success{collector="gated"} 1`) || !contains(got, "jobscope_test_value 1\n") {
+	if got := <-first; !strings.Contains(got, `jobscope_scrape_collector_success{collector="gated"} 1`) || !strings.Contains(got, "jobscope_test_value 1\n") {
 		t.Errorf("the first scrape lost its collection:\n%s", got)
 	}
 	if runs.Load() != 1 {
 		t.Errorf("collector ran %d times, want 1", runs.Load())
 	}
 }
-
-func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 // When every scrape waiting on a collection has gone (clients closed, the
 // server shutting down), the collection is cancelled: the commands it runs

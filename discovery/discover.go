@@ -135,9 +135,6 @@ func (d *Discoverer) Close() {
 	}
 }
 
-// Layout returns the cgroup layout discovery works on.
-func (d *Discoverer) Layout() Layout { return d.cfg.Layout }
-
 // Discover lists the jobs present now, sorted by id, with metadata.
 func (d *Discoverer) Discover(ctx context.Context, problem Problem) []*Job {
 	jobs, _ := d.DiscoverStats(ctx, problem)
@@ -190,11 +187,6 @@ func (d *Discoverer) nodeNames(waiting map[string]bool) []string {
 	sort.Strings(names)
 	return names
 }
-
-// DirError describes a cgroup directory that does not look like Slurm's.
-type DirError struct{ Path, Why string }
-
-func (e *DirError) Error() string { return e.Path + ": " + e.Why }
 
 // JobIDFromCgroupPath finds the numeric job id of a ".../job_<id>/..."
 // cgroup path (a line of /proc/<pid>/cgroup), or "".

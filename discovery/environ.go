@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jobscope/jobscope/internal/boundedread"
 )
 
 // Reading /proc/<pid>/environ takes the process's mm lock: it waits as
@@ -101,7 +103,7 @@ func readEnvironFile(path string) ([]byte, error) {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(fd)
-	b, truncated, err := readAllFd(fd, maxEnviron, true)
+	b, truncated, err := boundedread.Fd(fd, maxEnviron)
 	if err != nil {
 		return nil, err
 	}

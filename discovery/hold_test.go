@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobscope/jobscope/internal/testutil"
 	"github.com/jobscope/jobscope/slurmcli"
 )
 
@@ -30,7 +31,7 @@ func TestNewJobHeldUntilSqueueAnswers(t *testing.T) {
 	cg, proc := t.TempDir(), t.TempDir()
 	addJob(t, cg, proc, "job_10", 4010, "SLURM_JOB_ID=10\x00SLURM_JOB_USER=alice\x00SLURM_JOB_ACCOUNT=physics\x00")
 	sq := &fakeSqueue{up: true, jobs: []slurmcli.NodeJob{{ID: "10", UID: 1001, User: "alice", Account: "physics", StartTime: 1795000000}}}
-	clock := &fakeClock{now: time.Unix(1795001000, 0)}
+	clock := testutil.NewClock(time.Unix(1795001000, 0))
 	cfg := trustConfig(cg, proc)
 	cfg.Queue, cfg.QueueInterval, cfg.Now = sq.run, 30*time.Second, clock.Now
 	d := New(cfg)
@@ -69,7 +70,7 @@ func TestHoldEnds(t *testing.T) {
 	for _, hang := range []bool{false, true} {
 		cg, proc := t.TempDir(), t.TempDir()
 		addJob(t, cg, proc, "job_10", 4010, "SLURM_JOB_ID=10\x00")
-		clock := &fakeClock{now: time.Unix(1795001000, 0)}
+		clock := testutil.NewClock(time.Unix(1795001000, 0))
 		var mu sync.Mutex
 		runs, release := 0, make(chan struct{})
 		defer close(release)
@@ -124,7 +125,7 @@ func TestEnvironJobIDRefusedWhenSqueueCannotConfirm(t *testing.T) {
 	addJob(t, cg, proc, s, 4001, "SLURM_JOB_ID=4242\x00SLURM_JOB_SLUID="+s+"\x00SLURM_JOB_USER=alice\x00SLURM_JOB_ACCOUNT=victims-grant\x00")
 	// The job is really 77; text records carry no SLUID.
 	sq := &fakeSqueue{jobs: []slurmcli.NodeJob{{ID: "77", UID: 1001, User: "alice", Account: "physics"}, {ID: "4242", UID: 1002, User: "victim", Account: "victims-grant"}}}
-	clock := &fakeClock{now: time.Unix(1795001000, 0)}
+	clock := testutil.NewClock(time.Unix(1795001000, 0))
 	cfg := trustConfig(cg, proc)
 	cfg.Queue, cfg.QueueInterval, cfg.Now = sq.run, 30*time.Second, clock.Now
 	d := New(cfg)

@@ -47,16 +47,6 @@ func (j *Job) Labels() []string { return []string{j.ID, j.Meta.User, j.Meta.Acco
 // JobLabelNames match Labels.
 var JobLabelNames = []string{"jobid", "user", "account"}
 
-// ControllerDir returns where a controller's files of this job are:
-// the job directory on v2 (every controller lives there), or the job
-// directory in that controller's v1 hierarchy ("" when the job has none).
-func (j *Job) ControllerDir(controller string) string {
-	if j.Version == 2 {
-		return j.Dir
-	}
-	return j.V1[controller]
-}
-
 // PIDs lists the processes in the job's cgroups (every step and task),
 // read once per scrape. Unreadable or vanished directories give what
 // could be read: a job ending mid-scrape is normal.
@@ -169,27 +159,6 @@ func openSubdir(fd int, path, name string) (int, string, bool) {
 		return -1, "", false
 	}
 	return sub, path + "/" + name, true
-}
-
-// PrefetchPIDs reads the pids of all jobs with a few workers, so that a
-// collector walking jobs one by one does not wait on each job's tree.
-func PrefetchPIDs(jobs []*Job, workers int) {
-	work := make(chan *Job)
-	var wg sync.WaitGroup
-	for range max(1, min(workers, len(jobs))) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range work {
-				j.PIDs()
-			}
-		}()
-	}
-	for _, j := range jobs {
-		work <- j
-	}
-	close(work)
-	wg.Wait()
 }
 
 var procsBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}

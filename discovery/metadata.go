@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jobscope/jobscope/internal/boundedread"
 )
 
 // metaEntry is one job's metadata, per source, cached for the job's life.
@@ -325,16 +327,23 @@ func (d *Discoverer) ownerOf(j *Job) int {
 // statStart is a process's start time (clock ticks after boot, field 22
 // of procDir/stat), read without blocking or following a symlink.
 func statStart(procDir string) (uint64, bool) {
-	fd, err := openRegular(unix.AT_FDCWD, procDir+"/stat", false)
-	if err != nil {
-		return 0, false
-	}
-	defer unix.Close(fd)
-	b, _, err := readAllFd(fd, 4<<10, true)
-	if err != nil {
+	b, ok := readProcHead(procDir + "/stat")
+	if !ok {
 		return 0, false
 	}
 	return parseStatStart(b)
+}
+
+// readProcHead reads the first 4 KiB of a procfs file, where the fields
+// discovery wants are, without blocking or following a symlink.
+func readProcHead(path string) ([]byte, bool) {
+	fd, err := openRegular(unix.AT_FDCWD, path, false)
+	if err != nil {
+		return nil, false
+	}
+	defer unix.Close(fd)
+	b, _, err := boundedread.Fd(fd, 4<<10)
+	return b, err == nil
 }
 
 // parseStatStart reads field 22 of a stat line. The command name (field 2)
@@ -359,13 +368,8 @@ func parseStatStart(b []byte) (uint64, bool) {
 // owner of the /proc/<pid> directory). The file is read without blocking or
 // following a symlink, and only its first 4 KiB, where Uid: is.
 func statusUID(procDir string) (int, bool) {
-	fd, err := openRegular(unix.AT_FDCWD, procDir+"/status", false)
-	if err != nil {
-		return 0, false
-	}
-	defer unix.Close(fd)
-	b, _, err := readAllFd(fd, 4<<10, true)
-	if err != nil {
+	b, ok := readProcHead(procDir + "/status")
+	if !ok {
 		return 0, false
 	}
 	return parseStatusUID(b)

@@ -10,11 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jobscope/jobscope/internal/testutil"
 	"github.com/jobscope/jobscope/slurmcli"
 )
 
@@ -31,25 +31,13 @@ func jobTree(t testing.TB, n int) string {
 	return root
 }
 
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // A hung squeue (slurmctld down) never holds up discovery: every pass
 // exports all jobs at once, without metadata, while the one squeue run
 // hangs in the background; no second run starts meanwhile. Its failure is
 // counted, logged once per outage, and retried with a doubling wait; the
 // answer, once there, fills the metadata in.
 func TestQueueHungSlurm(t *testing.T) {
-	clock := &fakeClock{now: time.Unix(1795000000, 0)}
+	clock := testutil.NewClock(time.Unix(1795000000, 0))
 	release := make(chan error)
 	var calls, returned atomic.Int32
 	answer := []slurmcli.NodeJob{{ID: "1000", User: "alice", UID: 1001, Account: "physics", Partition: "p", Name: "x", StartTime: 1794999000}}

@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jobscope/jobscope/internal/boundedread"
 )
 
 // Bounds on what discovery reads. A job's user can grow its environment
@@ -56,37 +58,6 @@ func openRegular(dirfd int, path string, follow bool) (int, error) {
 	return fd, nil
 }
 
-// readAllFd reads fd up to limit bytes. More than limit is errTooLarge
-// unless cut is set, in which case the first limit bytes are returned with
-// truncated set.
-func readAllFd(fd int, limit int, cut bool) (b []byte, truncated bool, err error) {
-	b = make([]byte, 0, min(limit+1, 4<<10))
-	for {
-		if len(b) == cap(b) {
-			nb := make([]byte, len(b), min(2*cap(b), limit+1))
-			copy(nb, b)
-			b = nb
-		}
-		n, err := unix.Read(fd, b[len(b):cap(b)])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, false, err
-		}
-		if n <= 0 {
-			return b, false, nil
-		}
-		b = b[:len(b)+n]
-		if len(b) > limit {
-			if cut {
-				return b[:limit], true, nil
-			}
-			return nil, false, errTooLarge
-		}
-	}
-}
-
 // readProps reads a props file: a regular file of at most maxProps bytes.
 func readProps(path string) ([]byte, error) {
 	fd, err := openRegular(unix.AT_FDCWD, path, true)
@@ -94,7 +65,10 @@ func readProps(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	b, _, err := readAllFd(fd, maxProps, false)
+	b, truncated, err := boundedread.Fd(fd, maxProps)
+	if err == nil && truncated {
+		err = errTooLarge
+	}
 	if err != nil {
 		return nil, &os.PathError{Op: "read", Path: path, Err: err}
 	}

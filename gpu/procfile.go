@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jobscope/jobscope/internal/boundedread"
 )
 
 // Bounds on what the mapper reads of a job's processes, the same as job
@@ -34,28 +36,11 @@ func readProcFile(path string, limit int) (b []byte, truncated bool, err error) 
 		return nil, false, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(fd)
-	b = make([]byte, 0, min(limit+1, 4<<10))
-	for {
-		if len(b) == cap(b) {
-			nb := make([]byte, len(b), min(2*cap(b), limit+1))
-			copy(nb, b)
-			b = nb
-		}
-		n, err := unix.Read(fd, b[len(b):cap(b)])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, false, &os.PathError{Op: "read", Path: path, Err: err}
-		}
-		if n <= 0 {
-			return b, false, nil
-		}
-		b = b[:len(b)+n]
-		if len(b) > limit {
-			return b[:limit], true, nil
-		}
+	b, truncated, err = boundedread.Fd(fd, limit)
+	if err != nil {
+		return nil, false, &os.PathError{Op: "read", Path: path, Err: err}
 	}
+	return b, truncated, nil
 }
 
 // readEnviron reads a process's environment up to maxEnviron; a cut one

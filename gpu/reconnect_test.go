@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jobscope/jobscope/gpu"
+	"github.com/jobscope/jobscope/internal/testutil"
 )
 
 // hostEngine stands in for nv-hostengine: while down, opening fails and
@@ -46,10 +47,6 @@ type closer struct {
 
 func (c *closer) Close() error { c.h.closed++; return nil }
 
-type clock struct{ t time.Time }
-
-func (c *clock) now() time.Time      { return c.t }
-func (c *clock) add(d time.Duration) { c.t = c.t.Add(d) }
 func snap(t *testing.T, b gpu.Backend) *gpu.Snapshot {
 	t.Helper()
 	s, err := b.Snapshot(context.Background())
@@ -61,12 +58,12 @@ func snap(t *testing.T, b gpu.Backend) *gpu.Snapshot {
 
 func TestReconnectingServesFallbackThenReconnects(t *testing.T) {
 	h := &hostEngine{}
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	clk := testutil.NewClock(time.Unix(1_800_000_000, 0))
 	nvml := gpu.NewFake("nvml", gpu.Snapshot{Devices: []gpu.Device{{Index: 0, UUID: "GPU-a", Values: map[gpu.Field]float64{gpu.PowerWatts: 299}}}})
 	fallbacks := 0
 	var logs bytes.Buffer
 	r := gpu.NewReconnecting("dcgm", h.open, func() (gpu.Backend, error) { fallbacks++; return nvml, nil },
-		slog.New(slog.NewTextHandler(&logs, nil)), clk.now)
+		slog.New(slog.NewTextHandler(&logs, nil)), clk.Now)
 	if s := snap(t, r); s.Via != "" || s.Stale {
 		t.Fatalf("healthy: via %q stale %v", s.Via, s.Stale)
 	}
@@ -77,7 +74,7 @@ func TestReconnectingServesFallbackThenReconnects(t *testing.T) {
 		if s.Via != "nvml" || s.Devices[0].Values[gpu.PowerWatts] != 299 {
 			t.Fatalf("scrape %d while DCGM is away: via %q, %v", i, s.Via, s.Devices)
 		}
-		clk.add(500 * time.Millisecond)
+		clk.Add(500 * time.Millisecond)
 	}
 	if h.closed != 1 || fallbacks != 1 {
 		t.Errorf("closed %d (want 1), fallback opened %d times (want 1)", h.closed, fallbacks)
@@ -86,7 +83,7 @@ func TestReconnectingServesFallbackThenReconnects(t *testing.T) {
 	if h.opens < 2 || h.opens > 4 {
 		t.Errorf("%d opens in 2.5 s of outage", h.opens)
 	}
-	clk.add(time.Minute)
+	clk.Add(time.Minute)
 	h.down = false
 	if s := snap(t, r); s.Via != "" || s.Devices[0].Values[gpu.PowerWatts] != 300 {
 		t.Fatalf("after the host engine came back: via %q %v", s.Via, s.Devices)
@@ -102,15 +99,15 @@ func TestReconnectingServesFallbackThenReconnects(t *testing.T) {
 
 func TestReconnectingWithoutFallbackServesLastMarkedStale(t *testing.T) {
 	h := &hostEngine{}
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
-	r := gpu.NewReconnecting("dcgm", h.open, nil, nil, clk.now)
+	clk := testutil.NewClock(time.Unix(1_800_000_000, 0))
+	r := gpu.NewReconnecting("dcgm", h.open, nil, nil, clk.Now)
 	h.fake.AddXid(gpu.XidEvent{UUID: "GPU-a", Xid: 79})
 	first := snap(t, r)
 	if len(first.Xid) != 1 {
 		t.Fatal("the Xid event is handed out once")
 	}
 	h.stop()
-	clk.add(30 * time.Second)
+	clk.Add(30 * time.Second)
 	s := snap(t, r)
 	if !s.Stale || s.Age != 30*time.Second || s.Devices[0].Values[gpu.PowerWatts] != 300 || len(s.Xid) != 0 {
 		t.Fatalf("stale %v age %v devices %v xid %v", s.Stale, s.Age, s.Devices, s.Xid)
@@ -121,13 +118,13 @@ func TestReconnectingWithoutFallbackServesLastMarkedStale(t *testing.T) {
 // nv-hostengine at boot) is found later, without a restart of jobscope.
 func TestReconnectingAtStart(t *testing.T) {
 	h := &hostEngine{down: true}
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
-	r := gpu.NewReconnecting("dcgm", h.open, nil, nil, clk.now)
+	clk := testutil.NewClock(time.Unix(1_800_000_000, 0))
+	r := gpu.NewReconnecting("dcgm", h.open, nil, nil, clk.Now)
 	if _, err := r.Snapshot(context.Background()); !errors.Is(err, gpu.ErrNoDevice) {
 		t.Fatalf("nothing read yet: %v", err)
 	}
 	h.down = false
-	clk.add(2 * time.Second)
+	clk.Add(2 * time.Second)
 	if s := snap(t, r); s.Stale || len(s.Devices) != 1 {
 		t.Fatalf("after start: %+v", s)
 	}

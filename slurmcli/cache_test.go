@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/jobscope/jobscope/internal/poll"
+	"github.com/jobscope/jobscope/internal/testutil"
 	"github.com/jobscope/jobscope/slurmcli/slurmclitest"
 )
 
 // newFakeClock is a settable clock for the cache's poll interval and ages.
-func newFakeClock() *slurmclitest.Clock { return slurmclitest.NewClock(time.Unix(1795263000, 0)) }
+func newFakeClock() *testutil.Clock { return testutil.NewClock(time.Unix(1795263000, 0)) }
 
 // serve is what a cluster collector does with a source: get, then serve.
 func serve[T any](ctx context.Context, c *Cache, p *poll.Poller[T]) (T, time.Duration, bool, error) {
@@ -25,7 +26,7 @@ func serve[T any](ctx context.Context, c *Cache, p *poll.Poller[T]) (T, time.Dur
 	return v, r.Age(), ok, err
 }
 
-func newTestCache(t *testing.T, b *slurmclitest.Bin, clk *slurmclitest.Clock, format Format, timeout time.Duration, srcs ...Source) *Cache {
+func newTestCache(t *testing.T, b *slurmclitest.Bin, clk *testutil.Clock, format Format, timeout time.Duration, srcs ...Source) *Cache {
 	c := NewCache(CacheConfig{
 		Runner:   &Runner{BinDir: b.Dir, Timeout: timeout},
 		Interval: time.Minute, MaxAge: 10 * time.Minute, Format: format, Now: clk.Now,

@@ -5,6 +5,7 @@ package slurmcli
 import (
 	"bytes"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -158,19 +159,10 @@ func TestSqueueTextAndJSONAgree(t *testing.T) {
 		t.Fatalf("text %d, json %d queued records", len(tt), len(jt))
 	}
 	for _, l := range jt {
-		if !strings.HasPrefix(l, "11 ") && !contains(tt, l) {
+		if !strings.HasPrefix(l, "11 ") && !slices.Contains(tt, l) {
 			t.Errorf("json %q not in text", l)
 		}
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func TestPendingReason(t *testing.T) {

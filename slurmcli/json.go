@@ -111,18 +111,20 @@ func (e slurmErrors) err() error {
 // used from then on.
 var ErrJSONShape = errors.New("JSON output without the expected list")
 
-// decodeSqueue decodes `squeue --json` output into v. hasJobs says whether
-// the jobs list came: without it the output is the errors Slurm reported
-// (slurmctld down), or a layout this parser does not know (ErrJSONShape).
-func decodeSqueue(r io.Reader, v any, hasJobs func() bool, errs func() slurmErrors) error {
+// decodeList decodes a Slurm command's --json output into v; what names
+// the output in errors ("squeue json") and list the list jobscope reads.
+// has says whether that list came: without it the output is the errors
+// Slurm reported (slurmctld down), or a layout this parser does not know
+// (ErrJSONShape).
+func decodeList(r io.Reader, what, list string, v any, has func() bool, errs func() slurmErrors) error {
 	if err := json.NewDecoder(r).Decode(v); err != nil {
-		return fmt.Errorf("squeue json: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	if hasJobs() {
+	if has() {
 		return nil
 	}
 	if err := errs().err(); err != nil {
-		return fmt.Errorf("squeue json: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	return fmt.Errorf("squeue json: no \"jobs\" list: %w", ErrJSONShape)
+	return fmt.Errorf("%s: no %q list: %w", what, list, ErrJSONShape)
 }

@@ -3,7 +3,6 @@
 package slurmcli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -68,14 +67,8 @@ type licensesJSON struct {
 // ParseLicensesJSON reads `scontrol show licenses --json`.
 func ParseLicensesJSON(r io.Reader) ([]License, error) {
 	var in licensesJSON
-	if err := json.NewDecoder(r).Decode(&in); err != nil {
-		return nil, fmt.Errorf("license json: %w", err)
-	}
-	if in.Licenses == nil {
-		if err := in.Errors.err(); err != nil {
-			return nil, fmt.Errorf("license json: %w", err)
-		}
-		return nil, fmt.Errorf("license json: no \"licenses\" list: %w", ErrJSONShape)
+	if err := decodeList(r, "license json", "licenses", &in, func() bool { return in.Licenses != nil }, func() slurmErrors { return in.Errors }); err != nil {
+		return nil, err
 	}
 	out := make([]License, 0, len(in.Licenses))
 	for _, x := range in.Licenses {

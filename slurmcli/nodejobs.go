@@ -108,7 +108,7 @@ type nodeJobsJSON struct {
 // job's SLUID as step_id.sluid.
 func ParseNodeJobsJSON(r io.Reader) ([]NodeJob, error) {
 	var in nodeJobsJSON
-	if err := decodeSqueue(r, &in, func() bool { return in.Jobs != nil }, func() slurmErrors { return in.Errors }); err != nil {
+	if err := decodeList(r, "squeue json", "jobs", &in, func() bool { return in.Jobs != nil }, func() slurmErrors { return in.Errors }); err != nil {
 		return nil, err
 	}
 	out := make([]NodeJob, 0, len(in.Jobs))

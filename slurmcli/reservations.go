@@ -4,7 +4,6 @@ package slurmcli
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -100,14 +99,8 @@ type reservationsJSON struct {
 // ParseReservationsJSON reads `scontrol show reservation --json`.
 func ParseReservationsJSON(r io.Reader) ([]Reservation, error) {
 	var in reservationsJSON
-	if err := json.NewDecoder(r).Decode(&in); err != nil {
-		return nil, fmt.Errorf("reservation json: %w", err)
-	}
-	if in.Reservations == nil {
-		if err := in.Errors.err(); err != nil {
-			return nil, fmt.Errorf("reservation json: %w", err)
-		}
-		return nil, fmt.Errorf("reservation json: no \"reservations\" list: %w", ErrJSONShape)
+	if err := decodeList(r, "reservation json", "reservations", &in, func() bool { return in.Reservations != nil }, func() slurmErrors { return in.Errors }); err != nil {
+		return nil, err
 	}
 	out := make([]Reservation, 0, len(in.Reservations))
 	for _, x := range in.Reservations {

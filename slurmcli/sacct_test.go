@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobscope/jobscope/internal/testutil"
 	"github.com/jobscope/jobscope/slurmcli/slurmclitest"
 )
 
 func TestSacctIncremental(t *testing.T) {
 	b := slurmclitest.New(t)
 	b.Sacct(fixtures, "running")
-	clk := slurmclitest.NewClock(time.Date(2026, 11, 21, 12, 10, 0, 0, time.UTC))
+	clk := testutil.NewClock(time.Date(2026, 11, 21, 12, 10, 0, 0, time.UTC))
 	c := newTestCache(t, b, clk, FormatAuto, 30*time.Second)
 	since := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	c.EnableSacct(NewSacctCounter(since, 10*time.Minute, 0, time.UTC))

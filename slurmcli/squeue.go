@@ -119,7 +119,7 @@ type squeueJSON struct {
 // ParseSqueueJSON reads `squeue --json` output (Slurm 22.05 and later).
 func ParseSqueueJSON(r io.Reader) ([]Job, error) {
 	var in squeueJSON
-	if err := decodeSqueue(r, &in, func() bool { return in.Jobs != nil }, func() slurmErrors { return in.Errors }); err != nil {
+	if err := decodeList(r, "squeue json", "jobs", &in, func() bool { return in.Jobs != nil }, func() slurmErrors { return in.Errors }); err != nil {
 		return nil, err
 	}
 	jobs := make([]Job, 0, len(in.Jobs))

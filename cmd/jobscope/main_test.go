@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -100,30 +101,21 @@ func TestModeDefaults(t *testing.T) {
 	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	set := collector.RegisterFlags(fs, registry.Factories())
 	_ = fs.Parse(nil)
-	if !contains(set.Enabled(collector.ModeNode), "cgroup") || contains(set.Enabled(collector.ModeController), "cgroup") {
+	if !slices.Contains(set.Enabled(collector.ModeNode), "cgroup") || slices.Contains(set.Enabled(collector.ModeController), "cgroup") {
 		t.Error("cgroup collector defaults")
 	}
 	fs = pflag.NewFlagSet("t", pflag.ContinueOnError)
 	set = collector.RegisterFlags(fs, registry.Factories())
 	_ = fs.Parse([]string{"--collector.cgroup"})
-	if !contains(set.Enabled(collector.ModeController), "cgroup") {
+	if !slices.Contains(set.Enabled(collector.ModeController), "cgroup") {
 		t.Error("--collector.cgroup must override the controller default")
 	}
 	fs = pflag.NewFlagSet("t", pflag.ContinueOnError)
 	set = collector.RegisterFlags(fs, registry.Factories())
 	_ = fs.Parse([]string{"--collector.cgroup=false"})
-	if contains(set.Enabled(collector.ModeNode), "cgroup") {
+	if slices.Contains(set.Enabled(collector.ModeNode), "cgroup") {
 		t.Error("--collector.cgroup=false must turn it off")
 	}
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 func TestGzip(t *testing.T) {

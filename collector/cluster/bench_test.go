@@ -13,9 +13,10 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/jobscope/jobscope/test/gen/cluster"
+	"github.com/jobscope/jobscope/internal/testutil"
 	"github.com/jobscope/jobscope/slurmcli"
 	"github.com/jobscope/jobscope/slurmcli/slurmclitest"
+	clustergen "github.com/jobscope/jobscope/test/gen/cluster"
 )
 
 // BenchmarkSlurmCluster measures one controller-mode poll of a simulated
@@ -40,7 +41,7 @@ func BenchmarkSlurmCluster(b *testing.B) {
 		}
 		for _, format := range []slurmcli.Format{slurmcli.FormatAuto, slurmcli.FormatText} {
 			b.Run(fmt.Sprintf("%s/jobs=%d", format, jobs), func(b *testing.B) {
-				clk := slurmclitest.NewClock(time.Unix(1795565000, 0))
+				clk := testutil.NewClock(time.Unix(1795565000, 0))
 				sh := sharedWithClock(&slurmclitest.Bin{Dir: filepath.Join(dir, "bin")}, format, clk)
 				exp := slurmExporter(b, sh)
 				series := 0

@@ -11,16 +11,15 @@ import (
 
 	"github.com/jobscope/jobscope/internal/testutil"
 	"github.com/jobscope/jobscope/slurmcli"
-	"github.com/jobscope/jobscope/slurmcli/slurmclitest"
 )
 
 // busyClock is just before the busy capture's jobs were submitted.
-func busyClock(t *testing.T) *slurmclitest.Clock {
+func busyClock(t *testing.T) *testutil.Clock {
 	v, err := time.ParseInLocation("2006-01-02T15:04:05", "2026-11-25T00:12:00", time.Local)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return slurmclitest.NewClock(v)
+	return testutil.NewClock(v)
 }
 
 // A squeue that hangs after a good poll: the scrape answers in time with
@@ -31,12 +30,12 @@ func TestSlurmHungCommandServesLastSnapshot(t *testing.T) {
 	clk := busyClock(t)
 	exp := slurmExporter(t, sharedWithClock(f, slurmcli.FormatAuto, clk), "--slurm.sacct.since=2026-11-25T00:00:00")
 	clk.Add(96 * time.Second)
-	first := slurmSeries(t, testutil.Exposition(t, slurmGather(context.Background(), exp)))
+	first := testutil.Samples(t, testutil.Exposition(t, slurmGather(context.Background(), exp)))
 	f.Hang("squeue")
 	clk.Add(2 * time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	got := slurmSeries(t, testutil.Exposition(t, slurmGather(ctx, exp)))
+	got := testutil.Samples(t, testutil.Exposition(t, slurmGather(ctx, exp)))
 	f.HungPIDs("squeue")
 	if ctx.Err() != nil {
 		t.Fatal("the scrape outlived its deadline")
@@ -71,7 +70,7 @@ func TestSlurmQueueWaitOncePerPoll(t *testing.T) {
 	}
 	wg.Wait()
 	clk.Add(time.Minute) // a second poll of the same queue adds nothing
-	got := slurmSeries(t, testutil.Exposition(t, slurmGather(context.Background(), exp)))
+	got := testutil.Samples(t, testutil.Exposition(t, slurmGather(context.Background(), exp)))
 	slurmExpect(t, "", got, map[string]float64{
 		`slurm_queue_started_wait_seconds_count{partition="debug",qos="normal"}`: 5,
 		`slurm_queue_started_wait_seconds_count{partition="batch",qos="normal"}`: 2,
@@ -105,7 +104,7 @@ func TestSlurmNodeReasonBounded(t *testing.T) {
 {"name":"n1","state":"idle","state_flags":["DRAIN"],"partitions":["p"],"cpus":4,"reason":"x"}]}
 EOF`)
 	exp := slurmExporter(t, &shared{}, "--slurm.bin-dir="+f.Dir)
-	got := slurmSeries(t, testutil.Exposition(t, slurmGather(context.Background(), exp)))
+	got := testutil.Samples(t, testutil.Exposition(t, slurmGather(context.Background(), exp)))
 	var info []string
 	for k := range got {
 		if strings.HasPrefix(k, "slurm_cluster_node_info{") {

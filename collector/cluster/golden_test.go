@@ -201,13 +201,13 @@ func TestSlurmGolden(t *testing.T) {
 			f := slurmclitest.New(t)
 			f.Fixtures(dir, c.when)
 			f.Sacct(dir, c.when)
-			clk := slurmclitest.NewClock(c.built)
+			clk := testutil.NewClock(c.built)
 			exp := slurmExporter(t, sharedWithClock(f, c.format, clk), append([]string{"--collector.slurm_commands=false"}, c.flags...)...)
 			clk.Add(c.scraped.Sub(c.built))
 			g := slurmGather(context.Background(), exp)
 			expo := testutil.Exposition(t, g)
 			testutil.Golden(t, filepath.Join("..", "..", "testdata", "slurm", c.golden+".golden"), expo)
-			got := slurmSeries(t, expo)
+			got := testutil.Samples(t, expo)
 			for _, w := range c.want {
 				slurmExpect(t, "", got, w)
 			}

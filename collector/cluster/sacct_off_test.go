@@ -12,7 +12,6 @@ import (
 
 	"github.com/jobscope/jobscope/internal/testutil"
 	"github.com/jobscope/jobscope/slurmcli"
-	"github.com/jobscope/jobscope/slurmcli/slurmclitest"
 )
 
 // TestSacctAccountingDisabled is the regression test of the VM finding F10:
@@ -27,7 +26,7 @@ func TestSacctAccountingDisabled(t *testing.T) {
 	f := newSlurmFake(t, "running")
 	// What sacct 22.05 printed in VM A (stderr, exit status 1).
 	f.Script("sacct", "echo 'sacct: error: Slurm accounting storage is disabled' >&2; exit 1")
-	clk := slurmclitest.NewClock(time.Unix(1795263000, 0))
+	clk := testutil.NewClock(time.Unix(1795263000, 0))
 	var logs bytes.Buffer
 	sh := sharedWithClock(f, slurmcli.FormatAuto, clk)
 	sh.cache = slurmcli.NewCache(slurmcli.CacheConfig{
@@ -37,7 +36,7 @@ func TestSacctAccountingDisabled(t *testing.T) {
 	})
 	exp := slurmExporter(t, sh)
 	for i := range 4 {
-		got := slurmSeries(t, testutil.Exposition(t, slurmGather(context.Background(), exp)))
+		got := testutil.Samples(t, testutil.Exposition(t, slurmGather(context.Background(), exp)))
 		slurmExpect(t, "", got, map[string]float64{
 			`jobscope_scrape_collector_success{collector="slurm_sacct"}`:      1,
 			`jobscope_scrape_collector_success{collector="slurm_queue_wait"}`: 1,

@@ -3,14 +3,11 @@
 package cluster
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -57,7 +54,7 @@ func slurmExporter(t testing.TB, sh *shared, args ...string) *collector.Exporter
 	return exp
 }
 
-func sharedWithClock(f *slurmclitest.Bin, format slurmcli.Format, clk *slurmclitest.Clock) *shared {
+func sharedWithClock(f *slurmclitest.Bin, format slurmcli.Format, clk *testutil.Clock) *shared {
 	return &shared{cache: slurmcli.NewCache(slurmcli.CacheConfig{
 		Runner:   &slurmcli.Runner{BinDir: f.Dir, Timeout: 30 * time.Second},
 		Interval: time.Minute, MaxAge: 10 * time.Minute, Format: format, Now: clk.Now,
@@ -68,26 +65,6 @@ func slurmGather(ctx context.Context, exp *collector.Exporter) prometheus.Gather
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(exp.Bind(ctx))
 	return reg
-}
-
-// slurmSeries maps `name{labels}` to its value from an exposition.
-func slurmSeries(t testing.TB, expo []byte) map[string]float64 {
-	t.Helper()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(bytes.NewReader(expo))
-	for sc.Scan() {
-		l := sc.Text()
-		if l == "" || l[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(l, ' ')
-		v, err := strconv.ParseFloat(l[i+1:], 64)
-		if err != nil {
-			t.Fatalf("line %q: %v", l, err)
-		}
-		out[l[:i]] = v
-	}
-	return out
 }
 
 // slurmExpect reports each series of want that got lacks or holds with
@@ -105,7 +82,7 @@ func slurmExpect(t testing.TB, prefix string, got, want map[string]float64) {
 func TestSlurmJobsOnlyQueued(t *testing.T) {
 	f := newSlurmFake(t, "after")
 	exp := slurmExporter(t, &shared{}, "--slurm.bin-dir="+f.Dir)
-	got := slurmSeries(t, testutil.Exposition(t, slurmGather(context.Background(), exp)))
+	got := testutil.Samples(t, testutil.Exposition(t, slurmGather(context.Background(), exp)))
 	var total float64
 	for k, v := range got {
 		if strings.HasPrefix(k, "slurm_queue_jobs{") {
@@ -131,7 +108,7 @@ func TestSlurmConcurrentScrapes(t *testing.T) {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			got := slurmSeries(t, testutil.Exposition(t, slurmGather(ctx, exp)))
+			got := testutil.Samples(t, testutil.Exposition(t, slurmGather(ctx, exp)))
 			if got[`slurm_cluster_nodes{state="draining"}`] != 1 || got[`slurm_license_configured{license="e2elic@flex"}`] != 4 {
 				t.Errorf("a scrape missed the data: %v", got[`jobscope_slurm_up{source="nodes"}`])
 			}
@@ -155,7 +132,7 @@ func TestSlurmConcurrentScrapes(t *testing.T) {
 	}
 	expo := testutil.Exposition(t, slurmGather(context.Background(), exp))
 	testutil.Promtool(t, expo) // the command counters too
-	got := slurmSeries(t, expo)
+	got := testutil.Samples(t, expo)
 	if got[`jobscope_slurm_command_runs_total{command="squeue"}`] != 1 {
 		t.Errorf("runs counter %v", got[`jobscope_slurm_command_runs_total{command="squeue"}`])
 	}
@@ -169,7 +146,7 @@ func TestSlurmHangingCommandKilled(t *testing.T) {
 	exp := slurmExporter(t, &shared{}, "--slurm.bin-dir="+f.Dir, "--slurm.command-timeout=500ms")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	got := slurmSeries(t, testutil.Exposition(t, slurmGather(ctx, exp)))
+	got := testutil.Samples(t, testutil.Exposition(t, slurmGather(ctx, exp)))
 	if ctx.Err() != nil {
 		t.Fatal("the scrape outlived its deadline")
 	}
@@ -197,7 +174,7 @@ func TestSlurmScrapeDoesNotWaitPastDeadline(t *testing.T) {
 	exp := slurmExporter(t, &shared{}, "--slurm.bin-dir="+f.Dir, "--slurm.command-timeout=1h")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	got := slurmSeries(t, testutil.Exposition(t, slurmGather(ctx, exp)))
+	got := testutil.Samples(t, testutil.Exposition(t, slurmGather(ctx, exp)))
 	pids := f.HungPIDs("sdiag")
 	for _, p := range pids {
 		if slurmclitest.Gone(p) {
@@ -215,10 +192,10 @@ func TestSlurmScrapeDoesNotWaitPastDeadline(t *testing.T) {
 // age and success 0, and are dropped past --slurm.max-age.
 func TestSlurmFailingCommandAges(t *testing.T) {
 	f := newSlurmFake(t, "running")
-	clk := slurmclitest.NewClock(time.Unix(1795263000, 0))
+	clk := testutil.NewClock(time.Unix(1795263000, 0))
 	exp := slurmExporter(t, sharedWithClock(f, slurmcli.FormatAuto, clk))
 	scrape := func() map[string]float64 {
-		return slurmSeries(t, testutil.Exposition(t, slurmGather(context.Background(), exp)))
+		return testutil.Samples(t, testutil.Exposition(t, slurmGather(context.Background(), exp)))
 	}
 	scrape()
 	f.SetFail("squeue", true)

@@ -109,7 +109,27 @@ var ioKeys = [procNIO]string{procIORChar: "rchar", procIOWChar: "wchar", procIOR
 // parseIO reads the four counters of /proc/<pid>/io the collector keeps.
 func parseIO(b []byte) ([procNIO]uint64, error) {
 	var out [procNIO]uint64
-	var seen [procNIO]bool
+	err := parseCounters(b, "io", ioKeys[:], out[:])
+	return out, err
+}
+
+// statusKeys are the /proc/<pid>/task/<tid>/status lines kept, in
+// procNCounters order.
+var statusKeys = [procNCounters]string{procCtrVoluntary: "voluntary_ctxt_switches", procCtrInvoluntary: "nonvoluntary_ctxt_switches"}
+
+// parseCtxtSwitches reads a thread's voluntary and involuntary context
+// switches from its status file.
+func parseCtxtSwitches(b []byte) ([procNCounters]uint64, error) {
+	var out [procNCounters]uint64
+	err := parseCounters(b, "status", statusKeys[:], out[:])
+	return out, err
+}
+
+// parseCounters fills out[i] from the first "keys[i]: <number>" line of a
+// procfs file named file (in errors). Every key must be there: a missing
+// or unparsable one is an error, as a file cut short or not the kernel's.
+func parseCounters(b []byte, file string, keys []string, out []uint64) error {
+	seen := make([]bool, len(keys))
 	for len(b) > 0 {
 		line := b
 		if j := bytes.IndexByte(b, '\n'); j >= 0 {
@@ -117,15 +137,15 @@ func parseIO(b []byte) ([procNIO]uint64, error) {
 		} else {
 			b = nil
 		}
-		k, v, ok := bytes.Cut(line, []byte(": "))
+		k, v, ok := bytes.Cut(line, []byte(":"))
 		if !ok {
 			continue
 		}
-		for i, key := range ioKeys {
+		for i, key := range keys {
 			if string(k) == key && !seen[i] {
-				n, err := strconv.ParseUint(string(v), 10, 64)
+				n, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 10, 64)
 				if err != nil {
-					return out, fmt.Errorf("io %s: %w", key, err)
+					return fmt.Errorf("%s %s: %w", file, key, err)
 				}
 				out[i], seen[i] = n, true
 			}
@@ -133,10 +153,10 @@ func parseIO(b []byte) ([procNIO]uint64, error) {
 	}
 	for i, ok := range seen {
 		if !ok {
-			return out, fmt.Errorf("io: no %s line", ioKeys[i])
+			return fmt.Errorf("%s: no %s line", file, keys[i])
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // fdCount counts a process's open descriptors. On procfs since Linux 6.2
@@ -163,39 +183,4 @@ func (r *procReader) fdCount(d pidDir, buf []byte) (int, error) {
 func isProcfs(root string) bool {
 	var fs unix.Statfs_t
 	return unix.Statfs(root, &fs) == nil && fs.Type == unix.PROC_SUPER_MAGIC
-}
-
-// parseCtxtSwitches reads a thread's voluntary and involuntary context
-// switches from its status file.
-func parseCtxtSwitches(b []byte) ([procNCounters]uint64, error) {
-	keys := [procNCounters]string{procCtrVoluntary: "voluntary_ctxt_switches", procCtrInvoluntary: "nonvoluntary_ctxt_switches"}
-	var out [procNCounters]uint64
-	var seen [procNCounters]bool
-	for len(b) > 0 {
-		line := b
-		if j := bytes.IndexByte(b, '\n'); j >= 0 {
-			line, b = b[:j], b[j+1:]
-		} else {
-			b = nil
-		}
-		k, v, ok := bytes.Cut(line, []byte(":"))
-		if !ok {
-			continue
-		}
-		for i, key := range keys {
-			if string(k) == key && !seen[i] {
-				n, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 10, 64)
-				if err != nil {
-					return out, fmt.Errorf("status %s: %w", key, err)
-				}
-				out[i], seen[i] = n, true
-			}
-		}
-	}
-	for i, ok := range seen {
-		if !ok {
-			return out, fmt.Errorf("status: no %s line", keys[i])
-		}
-	}
-	return out, nil
 }

@@ -25,3 +25,26 @@ func TestParseStat(t *testing.T) {
 		}
 	}
 }
+
+// The io and status parsers keep the first line of each key, and a file
+// without one of them (cut short, or not the kernel's) is an error.
+func TestParseIOAndCtxtSwitches(t *testing.T) {
+	io := "rchar: 10\nwchar: 20\nsyscr: 3\nsyscw: 4\nread_bytes: 30\nwrite_bytes: 40\ncancelled_write_bytes: 0\nrchar: 99\n"
+	got, err := parseIO([]byte(io))
+	if want := [procNIO]uint64{procIORChar: 10, procIOWChar: 20, procIOReadBytes: 30, procIOWriteBytes: 40}; err != nil || got != want {
+		t.Errorf("parseIO = %v, %v; want %v", got, err, want)
+	}
+	st := "Name:\tx\nvoluntary_ctxt_switches:\t7\nnonvoluntary_ctxt_switches:\t8"
+	ctrs, err := parseCtxtSwitches([]byte(st))
+	if want := [procNCounters]uint64{procCtrVoluntary: 7, procCtrInvoluntary: 8}; err != nil || ctrs != want {
+		t.Errorf("parseCtxtSwitches = %v, %v; want %v", ctrs, err, want)
+	}
+	for _, bad := range []string{"rchar: 1\nwchar: 2\nread_bytes: 3\n", "rchar: 1\nwchar: x\nread_bytes: 3\nwrite_bytes: 4\n"} {
+		if _, err := parseIO([]byte(bad)); err == nil {
+			t.Errorf("parseIO(%q): no error", bad)
+		}
+	}
+	if _, err := parseCtxtSwitches([]byte("voluntary_ctxt_switches:\t7\n")); err == nil {
+		t.Error("parseCtxtSwitches without nonvoluntary_ctxt_switches: no error")
+	}
+}

@@ -40,7 +40,7 @@ Files: *
 Copyright: 2026 jobscope developers
 License: Apache-2.0
 
-Files: bpf/*.bpf.c bpf/*.h bpf/bench/*.bpf.c bpf/*_bpfel.o
+Files: bpf/*.bpf.c bpf/*.h bpf/bench/*.bpf.c bpf/*_bpfel.o bpf/*_bpfel_test.o
 Copyright: 2026 jobscope developers
 License: GPL-2.0-only
 Comment: The eBPF programs the binary loads into the kernel, built by bpf2go;

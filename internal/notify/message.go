@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"fmt"
 	"html/template"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -65,7 +66,7 @@ func renderDigest(user string, items []item, more int, reportCmd string, period 
 			j = &jobView{ID: a.JobID, Name: clip(it.JobName, 200), Cluster: a.Cluster,
 				Report: strings.ReplaceAll(reportCmd, "{jobid}", a.JobID)}
 			byJob[a.JobID] = j
-			if a.Cluster != "" && !contains(clusters, a.Cluster) {
+			if a.Cluster != "" && !slices.Contains(clusters, a.Cluster) {
 				clusters = append(clusters, a.Cluster)
 			}
 		}
@@ -189,13 +190,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

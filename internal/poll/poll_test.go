@@ -9,29 +9,14 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jobscope/jobscope/internal/testutil"
 )
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // One fetch per interval; a failure keeps the last good value, says so
 // in Err until a fetch succeeds, and is handed out as Unreported once.
 func TestOncePerIntervalLastGood(t *testing.T) {
-	clk := &clock{t: time.Unix(1000, 0)}
+	clk := testutil.NewClock(time.Unix(1000, 0))
 	calls := 0
 	p := New(func(context.Context) (int, error) {
 		calls++
@@ -47,7 +32,7 @@ func TestOncePerIntervalLastGood(t *testing.T) {
 			t.Fatalf("get %d: %+v", i, r)
 		}
 	}
-	clk.add(time.Minute)
+	clk.Add(time.Minute)
 	r := p.Get(ctx)
 	if r.Value != 1 || r.Err == nil || r.Unreported == nil || r.Fresh() || r.Age() != time.Minute {
 		t.Fatalf("after the failure: %+v", r)
@@ -55,7 +40,7 @@ func TestOncePerIntervalLastGood(t *testing.T) {
 	if r := p.Get(ctx); r.Unreported != nil || r.Err == nil {
 		t.Fatalf("failure handed out twice, or forgotten: %+v", r)
 	}
-	clk.add(time.Minute)
+	clk.Add(time.Minute)
 	if r := p.Get(ctx); r.Value != 3 || !r.Good.Equal(clk.Now()) || r.Err != nil || calls != 3 {
 		t.Fatalf("third: %+v, %d calls", r, calls)
 	}
@@ -151,7 +136,7 @@ func TestBackground(t *testing.T) {
 // not its share of a 10 s deadline, and gets the kept value; a source that
 // failed and answers fast again is waited for and gives its new value.
 func TestFailingSourceIsNotWaitedOut(t *testing.T) {
-	clk := &clock{t: time.Unix(1000, 0)}
+	clk := testutil.NewClock(time.Unix(1000, 0))
 	var calls atomic.Int32
 	hang := make(chan struct{})
 	defer close(hang)
@@ -181,11 +166,11 @@ func TestFailingSourceIsNotWaitedOut(t *testing.T) {
 	if r, _ := get(); r.Value != 7 {
 		t.Fatalf("first: %+v", r)
 	}
-	clk.add(time.Minute)
+	clk.Add(time.Minute)
 	if r, _ := get(); r.Err == nil || r.Value != 7 {
 		t.Fatalf("failed fetch: %+v", r)
 	}
-	clk.add(time.Minute)
+	clk.Add(time.Minute)
 	r, took := get() // the hanging fetch
 	if r.Value != 7 || r.Running.IsZero() || took > 2*time.Second {
 		t.Fatalf("while the source hangs: %+v after %v, want the kept value within about 50 ms", r, took)
@@ -195,7 +180,7 @@ func TestFailingSourceIsNotWaitedOut(t *testing.T) {
 	for p.Runs() < 3 || !p.idle() {
 		time.Sleep(time.Millisecond)
 	}
-	clk.add(time.Minute)
+	clk.Add(time.Minute)
 	if r, _ := get(); r.Value != 9 || r.Err != nil {
 		t.Fatalf("source back: %+v, want its new value at once", r)
 	}

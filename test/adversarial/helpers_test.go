@@ -3,7 +3,6 @@
 package adversarial
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -21,7 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobscope/jobscope/test/gen/fixture"
+	"github.com/jobscope/jobscope/internal/testutil"
+	fixturegen "github.com/jobscope/jobscope/test/gen/fixture"
 )
 
 var binary string
@@ -130,33 +130,7 @@ func (n *node) mustScrape(timeout time.Duration) (map[string]float64, time.Durat
 	if status != 200 {
 		n.t.Fatalf("scrape: status %d: %.300s", status, body)
 	}
-	return samples(n.t, body), took
-}
-
-// samples parses the text exposition into series → value, failing on a
-// series that appears twice.
-func samples(t *testing.T, body string) map[string]float64 {
-	t.Helper()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(strings.NewReader(body))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		series, v := line[:i], line[i+1:]
-		if _, dup := out[series]; dup {
-			t.Fatalf("duplicate series %s", series)
-		}
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			t.Fatalf("bad value in %q", line)
-		}
-		out[series] = f
-	}
-	return out
+	return testutil.Samples(n.t, []byte(body)), took
 }
 
 // count is the number of series of the metric name.

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jobscope/jobscope/internal/testutil"
 )
 
 // pinnedInodes maps each file under the bpffs pin directory to its inode:
@@ -129,7 +131,7 @@ func TestOverlappingScrapes(t *testing.T) {
 				scrapes++
 				if status != 200 {
 					t.Errorf("status %d", status)
-				} else if err := sameCounters(first, samples(t, body)); err != nil {
+				} else if err := sameCounters(first, testutil.Samples(t, []byte(body))); err != nil {
 					t.Error(err)
 				}
 				mu.Unlock()

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jobscope/jobscope/internal/testutil"
 )
 
 // What a job can write decides nothing and costs nothing: these cases plant
@@ -61,7 +63,7 @@ func TestFIFOCgroupProcs(t *testing.T) {
 		if status != 200 {
 			t.Fatalf("scrape %d: status %d after %v", i, status, took)
 		}
-		s := samples(t, body)
+		s := testutil.Samples(t, []byte(body))
 		report(t, "FIFO cgroup.procs: scrape %d: %d of 16 jobs in %v", i, count(s, "slurm_job_info"), took.Round(time.Millisecond))
 		if jobs := count(s, "slurm_job_info"); jobs != 16 || took > 3*time.Second {
 			t.Errorf("scrape %d: %d of 16 jobs in %v", i, jobs, took)

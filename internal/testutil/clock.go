@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package slurmclitest
+package testutil
 
 import (
 	"sync"
 	"time"
 )
 
-// Clock is a settable clock for the cache's poll interval and ages
-// (slurmcli.CacheConfig.Now), so ages in tests and goldens are exact.
+// Clock is a settable clock for code that takes a func() time.Time (the
+// Slurm cache, the background squeue, pollers, GPU reconnects), so ages
+// and waits in tests and goldens are exact.
 type Clock struct {
 	mu sync.Mutex
 	t  time.Time

@@ -132,5 +132,5 @@ func _BenchClose(closers ...io.Closer) error {
 
 // Do not access this directly.
 //
-//go:embed bench_bpfel.o
+//go:embed bench_bpfel_test.o
 var _BenchBytes []byte
