@@ -35,7 +35,7 @@ func Factory() collector.Factory {
 					// idle node that reports 0 jobs with success 1.
 					return nil, collector.WithCause(NoHierarchy, errNoHierarchy)
 				}
-				return NewCgroupCollector(CgroupOptions{Workers: *workers, SysFS: env.SysFS, PerCoreFromEBPF: env.BPF != nil, Level: env.Level}), nil
+				return New(Options{Workers: *workers, SysFS: env.SysFS, PerCoreFromEBPF: env.BPF != nil, Level: env.Level}), nil
 			}
 		},
 	}
@@ -47,8 +47,8 @@ const NoHierarchy = "no_cgroup_hierarchy"
 
 var errNoHierarchy = errors.New("no cgroup hierarchy (no cgroup.controllers, no v1 controller directory) under --path.cgroupfs or in the mount table: no job can be found")
 
-// CgroupOptions configure the cgroup collector.
-type CgroupOptions struct {
+// Options configure the cgroup collector.
+type Options struct {
 	Workers int
 	SysFS   string // for block device names
 	// Now is the clock of the static-file cache (tests set it).
@@ -62,7 +62,7 @@ type CgroupOptions struct {
 }
 
 type cgroupCollector struct {
-	opts    CgroupOptions
+	opts    Options
 	d       cgroupDescs
 	devices *deviceNames
 	state   *collector.State[jobState]
@@ -70,8 +70,8 @@ type cgroupCollector struct {
 	pool    *collector.JobPool
 }
 
-// NewCgroupCollector builds the collector.
-func NewCgroupCollector(opts CgroupOptions) collector.Collector {
+// New builds the collector.
+func New(opts Options) collector.Collector {
 	if opts.Workers <= 0 {
 		opts.Workers = min(runtime.NumCPU(), 4)
 	}

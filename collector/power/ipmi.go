@@ -45,7 +45,7 @@ func ipmiCause(err error) string {
 // runs (nil: no IPMI). An absent or forbidden device is not an error: the
 // same flags go to every node of a cluster, and some have no BMC; it is
 // logged once here, with what to change.
-func ipmiSource(o PowerOptions, log *slog.Logger) (func(context.Context) (power.DCMIReading, error), error) {
+func ipmiSource(o Options, log *slog.Logger) (func(context.Context) (power.DCMIReading, error), error) {
 	mode := o.IPMIMode
 	if mode == "" { // options built in code: what the flags meant before --power.ipmi
 		mode = IPMIOff

@@ -40,7 +40,7 @@ func Factory() collector.Factory {
 
 // registerFlags adds the --power.* flags and returns the constructor.
 func registerFlags(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
-	o := &PowerOptions{}
+	o := &Options{}
 	fs.BoolVar(&o.RAPL, "power.rapl", true, "Read RAPL energy counters from powercap sysfs.")
 	flagval.Duration(fs, &o.RAPLInterval, "power.rapl-interval", time.Minute, 0, "Also read RAPL counters in the background this often, so a long scrape gap cannot hide a second wrap of energy_uj (0: only at scrapes).")
 	flagval.Enum(fs, &o.IPMIMode, "power.ipmi", IPMIAuto, []string{IPMIAuto, IPMIInBand, IPMICommand, IPMIOff}, "How to read the BMC's DCMI power: auto (in-band through the IPMI device when it opens, else --power.ipmi-command if set), inband, command or off.")
@@ -58,7 +58,7 @@ func registerFlags(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collec
 	flagval.Duration(fs, &o.Refresh, "power.emissions.refresh", 15*time.Minute, 1, "Ask the live provider at most once per interval.")
 	flagval.Duration(fs, &o.Timeout, "power.emissions.timeout", 10*time.Second, 1, "Timeout of one live provider request.")
 	return func(env *collector.Env) (collector.Collector, error) {
-		c, err := NewPowerCollector(env, *o)
+		c, err := New(env, *o)
 		if err != nil {
 			// Every option was checked as it was parsed; what is left is
 			// the environment (the Electricity Maps token), equally fixed
@@ -94,8 +94,8 @@ func checkZone(zone string) error {
 	return nil
 }
 
-// PowerOptions configure the power collector.
-type PowerOptions struct {
+// Options configure the power collector.
+type Options struct {
 	RAPL         bool
 	RAPLInterval time.Duration
 	// IPMIMode is auto, inband, command or off; "" (options built in
@@ -124,7 +124,7 @@ type PowerOptions struct {
 
 type powerCollector struct {
 	env    *collector.Env
-	opts   PowerOptions
+	opts   Options
 	d      powerDescs
 	zones  []power.Zone
 	rapl   *poll.Poller[raplRead]
@@ -143,10 +143,10 @@ type powerCollector struct {
 // series; the source's answer then serves a later scrape.
 var slowShare = poll.Share{Fraction: 0.5}
 
-// NewPowerCollector builds the collector. RAPL zones are listed once here
+// New builds the collector. RAPL zones are listed once here
 // (they do not come and go); their absence is not an error, as long as
 // some meter or factor remains.
-func NewPowerCollector(env *collector.Env, o PowerOptions) (collector.Collector, error) {
+func New(env *collector.Env, o Options) (collector.Collector, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}

@@ -27,7 +27,7 @@ type raplRead struct {
 // scrapes, and in the background every --power.rapl-interval: energy_uj
 // wraps every few minutes at full load (262 kJ at 400 W: 11 min), and two
 // wraps between reads would go unseen.
-func newRAPLPoller(sysfs string, o PowerOptions) (*poll.Poller[raplRead], []power.Zone) {
+func newRAPLPoller(sysfs string, o Options) (*poll.Poller[raplRead], []power.Zone) {
 	r := power.NewRAPL(sysfs)
 	zones, _ := r.Zones()
 	if len(zones) == 0 {

@@ -23,13 +23,13 @@ const procUserHZ = 100
 
 // IO modes of the /proc/<pid>/io fallback.
 const (
-	ProcessIOAuto = "auto" // on unless the ebpf collector is loaded
-	ProcessIOOn   = "on"
-	ProcessIOOff  = "off"
+	IOAuto = "auto" // on unless the ebpf collector is loaded
+	IOOn   = "on"
+	IOOff  = "off"
 )
 
-// ProcessOptions configure the process collector.
-type ProcessOptions struct {
+// Options configure the process collector.
+type Options struct {
 	// Mounts are mount points whose open files are counted per job.
 	Mounts []string
 	// TopN is how many executables per job get their own CPU series.
@@ -37,7 +37,7 @@ type ProcessOptions struct {
 	// Threads reads every thread's stat and status (thread states, context
 	// switches); without it only /proc/<pid> files are read.
 	Threads bool
-	// IO is ProcessIOAuto, ProcessIOOn or ProcessIOOff.
+	// IO is IOAuto, IOOn or IOOff.
 	IO string
 	// EBPFLoaded says that the ebpf programs count IO (auto mode then
 	// leaves it to them); the factory sets it from Env.BPF.
@@ -57,7 +57,7 @@ func Factory() collector.Factory {
 		NeedsJobs: true,
 		Descs:     func() []*collector.Desc { return collector.DescsOf(newProcDescs()) },
 		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
-			o := &ProcessOptions{}
+			o := &Options{}
 			fs.StringSliceVar(&o.Mounts, "collector.process.fs", nil,
 				"Mount points (comma-separated) whose open files are counted per job, e.g. /scratch,/home; each must exist.")
 			// A mount point that does not exist is a typo that would count
@@ -72,20 +72,20 @@ func Factory() collector.Factory {
 				"Executables per job with their own CPU series; the rest is summed as exe=\"other\".")
 			fs.BoolVar(&o.Threads, "collector.process.threads", false,
 				"Also read every thread's stat and status: threads by state and context switches (several times the cost of the per-process files).")
-			flagval.Enum(fs, &o.IO, "collector.process.io", ProcessIOAuto, []string{ProcessIOAuto, ProcessIOOn, ProcessIOOff},
+			flagval.Enum(fs, &o.IO, "collector.process.io", IOAuto, []string{IOAuto, IOOn, IOOff},
 				"Per-job IO from /proc/<pid>/io: auto (only while the ebpf collector is not loaded), on or off.")
 			return func(env *collector.Env) (collector.Collector, error) {
 				o := *o
 				o.EBPFLoaded = env.BPF != nil
 				o.Level = env.Level
-				return NewProcessCollector(env, o)
+				return New(env, o)
 			}
 		},
 	}
 }
 
 type processCollector struct {
-	opts   ProcessOptions
+	opts   Options
 	env    *collector.Env
 	reader procReader
 
@@ -96,15 +96,15 @@ type processCollector struct {
 	pool *collector.JobPool
 }
 
-// NewProcessCollector builds the process collector over env.ProcFS.
-func NewProcessCollector(env *collector.Env, o ProcessOptions) (collector.Collector, error) {
+// New builds the process collector over env.ProcFS.
+func New(env *collector.Env, o Options) (collector.Collector, error) {
 	if o.TopN < 0 {
 		return nil, fmt.Errorf("--collector.process.top-n must not be negative, got %d", o.TopN)
 	}
 	switch o.IO {
 	case "":
-		o.IO = ProcessIOAuto
-	case ProcessIOAuto, ProcessIOOn, ProcessIOOff:
+		o.IO = IOAuto
+	case IOAuto, IOOn, IOOff:
 	default:
 		return nil, fmt.Errorf("--collector.process.io must be auto, on or off, got %q", o.IO)
 	}
@@ -170,9 +170,9 @@ func newProcDescs() procDescs {
 // ioOn decides whether to read the IO fallback.
 func (c *processCollector) ioOn() bool {
 	switch c.opts.IO {
-	case ProcessIOOn:
+	case IOOn:
 		return true
-	case ProcessIOOff:
+	case IOOff:
 		return false
 	}
 	return !c.opts.EBPFLoaded
