@@ -107,7 +107,7 @@ func TestPowerIPMISources(t *testing.T) {
 		wantCause  string
 		wantNoData bool
 	}{
-		{name: "absent, command", mode: IPMIAuto, command: true, openErr: fs.ErrNotExist, wantIPMI: true, wantLog: "using --power.ipmi-command", wantLogs: 1},
+		{name: "absent, command", mode: IPMIAuto, command: true, openErr: fs.ErrNotExist, wantIPMI: true, wantLog: "using --collector.power.ipmi-command", wantLogs: 1},
 		{name: "absent, no command", mode: IPMIAuto, openErr: fs.ErrNotExist, wantLog: "ipmi_devintf", wantLogs: 1},
 		{name: "denied, no command", mode: IPMIAuto, openErr: fs.ErrPermission, wantLog: "CAP_DAC_OVERRIDE", wantLogs: 1},
 		{name: "denied, command", mode: IPMIAuto, command: true, openErr: fs.ErrPermission, wantIPMI: true, wantLog: "SupplementaryGroups=ipmi", wantLogs: 1},
