@@ -93,8 +93,8 @@ func (c *cgroupCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metr
 		ch <- infoMetric(&c.d, j)
 		r := c.readers.Get().(*cgroupfs.Reader)
 		defer c.readers.Put(r)
-		jr := &jobReader{Files: cgroupfs.NewFiles(r, s.Problem), r: r, s: s, ch: ch, d: &c.d, job: j, devices: c.devices,
-			series: s.Series(j), state: c.state.Job(s, j), now: c.opts.Now, full: c.opts.Level == collector.LevelFull}
+		jr := &jobReader{Files: cgroupfs.NewFiles(r, s.Problem), r: r, s: s, out: collector.NewOut(ch, c.opts.Level), d: &c.d, job: j,
+			devices: c.devices, series: s.Series(j), state: c.state.Job(s, j), now: c.opts.Now}
 		defer jr.Close()
 		if j.Version == 2 {
 			jr.v2()

@@ -131,13 +131,15 @@ func New(env *collector.Env, o Options) (collector.Collector, error) {
 	} else if !st.IsDir() {
 		return nil, fmt.Errorf("procfs at %s: not a directory", root)
 	}
+	d := newProcDescs()
 	return &processCollector{
-		opts:   o,
-		env:    env,
-		reader: procReader{root: root, mounts: mounts, threads: o.Threads, exe: o.Level == collector.LevelFull, statFDs: isProcfs(root)},
+		opts: o,
+		env:  env,
+		// /proc/<pid>/exe is read only where CPU by executable is sent.
+		reader: procReader{root: root, mounts: mounts, threads: o.Threads, exe: o.Level.Emits(d.cpu), statFDs: isProcfs(root)},
 		jobs:   collector.NewState(newProcJobAcct),
 		pool:   collector.NewJobPool(procReadWorkers),
-		d:      newProcDescs(),
+		d:      d,
 	}, nil
 }
 
@@ -224,10 +226,10 @@ func (c *processCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Met
 const procReadWorkers = 4
 
 func (c *processCollector) emit(ch chan<- prometheus.Metric, series *collector.JobSeries, a *procJobAcct, js *procJobSample, withIO bool) {
-	gauge := func(d *collector.Desc, v float64, extra ...string) { ch <- series.Gauge(d, v, extra...) }
-	counter := func(d *collector.Desc, v float64, extra ...string) { ch <- series.Counter(d, v, extra...) }
-	full := c.opts.Level == collector.LevelFull
-	if full {
+	out := collector.NewOut(ch, c.opts.Level)
+	gauge := func(d *collector.Desc, v float64, extra ...string) { out.Gauge(series, d, v, extra...) }
+	counter := func(d *collector.Desc, v float64, extra ...string) { out.Counter(series, d, v, extra...) }
+	if out.Whole(c.d.processes) {
 		for i, n := range js.processes {
 			if i != procStateOther || n > 0 {
 				gauge(c.d.processes, float64(n), procStates[i])
@@ -253,7 +255,7 @@ func (c *processCollector) emit(ch chan<- prometheus.Metric, series *collector.J
 	for i, m := range c.reader.mounts {
 		gauge(c.d.files, float64(js.files[i]), m)
 	}
-	if full {
+	if out.Emits(c.d.cpu) { // its top-N bookkeeping only where it is sent
 		for _, v := range a.cpuSeries(nil) {
 			counter(c.d.cpu, float64(v.ticks)/procUserHZ, v.exe)
 		}
@@ -267,9 +269,7 @@ func (c *processCollector) emit(ch chan<- prometheus.Metric, series *collector.J
 		io := a.ioTotals()
 		counter(c.d.storageIO, float64(io[procIOReadBytes]), "read")
 		counter(c.d.storageIO, float64(io[procIOWriteBytes]), "write")
-		if full {
-			counter(c.d.syscallIO, float64(io[procIORChar]), "read")
-			counter(c.d.syscallIO, float64(io[procIOWChar]), "write")
-		}
+		counter(c.d.syscallIO, float64(io[procIORChar]), "read")
+		counter(c.d.syscallIO, float64(io[procIOWChar]), "write")
 	}
 }
