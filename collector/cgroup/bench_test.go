@@ -15,7 +15,7 @@ import (
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/internal/testutil"
-	"github.com/jobscope/jobscope/test/gen/fixture"
+	fixturegen "github.com/jobscope/jobscope/test/gen/fixture"
 )
 
 // BenchmarkScrape measures one whole node scrape (discovery, the cgroup

@@ -15,7 +15,7 @@ import (
 
 	"github.com/jobscope/jobscope/slurmcli"
 	"github.com/jobscope/jobscope/slurmcli/slurmclitest"
-	"github.com/jobscope/jobscope/test/gen/cluster"
+	clustergen "github.com/jobscope/jobscope/test/gen/cluster"
 )
 
 // BenchmarkSlurmCluster measures one controller-mode poll of a simulated
