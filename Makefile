@@ -58,7 +58,7 @@ demo: build ## build and run jobscope on a bundled demo node (no Slurm needed)
 DEMO_FLAGS = --web.listen-address=$(DEMO_ADDR) \
 	--path.cgroupfs=$(DEMO_ROOT)/cgroup --path.procfs=$(DEMO_ROOT)/proc --path.sysfs=$(DEMO_ROOT)/sys \
 	--slurm.job-props-dir=$(DEMO_ROOT)/props --slurm.node-metadata.squeue=false --collector.ebpf=false \
-	--power.ipmi=command --power.ipmi-command="cat testdata/power/ipmi/demo.txt" --power.emissions.country=FR \
+	--collector.power.ipmi=command --collector.power.ipmi-command="cat testdata/power/ipmi/demo.txt" --collector.power.emissions.country=FR \
 	--gpu.backend=fake --gpu.fake-file=testdata/gpu/demo.json --gpu.job-mapping-dir=testdata/gpu/demo-mapping
 
 # The demo node scraped every second by Debian's Prometheus (installed as

@@ -50,6 +50,7 @@ func RegisterFlags(fs *pflag.FlagSet, factories []Factory) *Set {
 		fs.VisitAll(func(fl *pflag.Flag) {
 			if !before[fl.Name] {
 				_ = fs.SetAnnotation(fl.Name, ModeAnnotation, inModes)
+				_ = fs.SetAnnotation(fl.Name, OwnerAnnotation, []string{f.Name})
 			}
 		})
 	}
@@ -59,6 +60,11 @@ func RegisterFlags(fs *pflag.FlagSet, factories []Factory) *Set {
 // ModeAnnotation is the pflag annotation RegisterFlags puts on every flag a
 // collector registers: the modes in which that collector is on by default.
 const ModeAnnotation = "jobscope.collector-modes"
+
+// OwnerAnnotation is the pflag annotation RegisterFlags puts on every flag a
+// collector registers: the collector's name, whose namespace
+// (--collector.<name>.*) the flag belongs in.
+const OwnerAnnotation = "jobscope.collector"
 
 func flagNames(fs *pflag.FlagSet) map[string]bool {
 	names := map[string]bool{}

@@ -28,6 +28,11 @@ type Desc struct {
 	// says what basic emits of a family that full emits more of.
 	level               Level
 	basicPart, fullPart string
+	// basicLabel (an index into Labels, when basicOnly) and basicValues
+	// pick the series basic emits of a Partly family; Out drops the rest.
+	basicOnly   bool
+	basicLabel  int
+	basicValues []string
 }
 
 // NewDesc builds a descriptor. A bad name or label list is a programming

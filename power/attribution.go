@@ -24,7 +24,7 @@ const (
 	PolicyJobs Policy = "jobs"
 )
 
-// ParsePolicy checks a --power.idle-policy value.
+// ParsePolicy checks a --collector.power.idle-policy value.
 func ParsePolicy(s string) (Policy, error) {
 	switch Policy(s) {
 	case PolicyCapacity, PolicyJobs:

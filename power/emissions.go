@@ -68,7 +68,7 @@ func LookupCountry(code string) (CountryFactor, error) {
 		}
 	}
 	if !found {
-		return best, fmt.Errorf("country %q not in the embedded emission factors (set --power.emissions.factor instead)", code)
+		return best, fmt.Errorf("country %q not in the embedded emission factors (set --collector.power.emissions.factor instead)", code)
 	}
 	return best, nil
 }

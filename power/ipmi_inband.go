@@ -69,7 +69,7 @@ func exchange(ctx context.Context, dev IPMIDevice, msgid int64, netfn, cmd byte,
 }
 
 // InBand reads DCMI power through a local IPMI device. The device is
-// opened for each reading (once per --power.ipmi-interval): an answer that
+// opened for each reading (once per --collector.power.ipmi-interval): an answer that
 // came too late dies with the file instead of queueing up, and a driver
 // reload heals by itself.
 type InBand struct {

@@ -11,7 +11,7 @@ import (
 )
 
 // The parsers controller mode added for reservations, licenses, reasons,
-// host lists and --slurm.sacct.since, fuzzed from the real 22.05 (busy) and
+// host lists and --collector.slurm_sacct.since, fuzzed from the real 22.05 (busy) and
 // 24.11 captures.
 
 // records counts the lines that start a record: every one must give one.

@@ -15,7 +15,7 @@ var sinceUnits = map[string]time.Duration{
 	"day": 24 * time.Hour, "week": 7 * 24 * time.Hour,
 }
 
-// ParseSince reads --slurm.sacct.since: a time before now, as
+// ParseSince reads --collector.slurm_sacct.since: a time before now, as
 //   - a relative time: "24 hours ago", "7 days ago", "1 week ago",
 //     "30 minutes ago", "2 months ago" (calendar months), or a Go duration
 //     ("24h");

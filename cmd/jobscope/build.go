@@ -24,11 +24,7 @@ import (
 // releases what they hold, at shutdown.
 func buildExporter(o *options, fs *pflag.FlagSet, set *collector.Set, mode collector.Mode, logger *slog.Logger) (*collector.Exporter, func(), error) {
 	names := set.Enabled(mode)
-	level, err := collector.ParseLevel(o.level)
-	if err != nil {
-		return nil, nil, err
-	}
-	env := &collector.Env{ProcFS: o.procfs, SysFS: o.sysfs, Logger: logger, Level: level}
+	env := &collector.Env{ProcFS: o.procfs, SysFS: o.sysfs, Logger: logger, Level: o.level}
 	eo := collector.Options{Problems: collector.NewProblems(logger), Logger: logger,
 		Info: collector.BuildInfo{Version: version, Revision: revision, GoVersion: runtime.Version()}}
 	if set.NeedsJobs(names) {

@@ -164,7 +164,7 @@ func TestDemoLiveEnergy(t *testing.T) {
 	ipmi, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "power", "ipmi", "demo.txt"))
 	srv := demoServer(t, "--path.cgroupfs="+filepath.Join(root, "cgroup"), "--path.procfs="+filepath.Join(root, "proc"),
 		"--path.sysfs="+filepath.Join(root, "sys"), "--slurm.job-props-dir="+filepath.Join(root, "props"),
-		"--power.ipmi=command", "--power.ipmi-command=cat "+ipmi, "--power.emissions.country=FR", "--collector.gpu=false")
+		"--collector.power.ipmi=command", "--collector.power.ipmi-command=cat "+ipmi, "--collector.power.emissions.country=FR", "--collector.gpu=false")
 	defer srv.Close()
 	get(t, srv.URL+"/metrics") // the first scrape sets the baselines
 	time.Sleep(1100 * time.Millisecond)

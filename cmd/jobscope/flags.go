@@ -28,7 +28,7 @@ type options struct {
 	cgroupfs, procfs, sysfs        string
 	logLevel, logFormat            string
 	mode                           string
-	level                          string
+	level                          collector.Level
 	scrapeTimeout                  time.Duration
 	maxRequests                    int
 	propsDir                       string
@@ -72,7 +72,7 @@ func registerCommonFlags(fs *pflag.FlagSet, o *options) {
 	flagval.Duration(fs, &o.scrapeTimeout, "web.scrape-timeout", 10*time.Second, 1, "Longest a scrape may take; Prometheus's X-Prometheus-Scrape-Timeout-Seconds shortens it.")
 	flagval.Int(fs, &o.maxRequests, "web.max-requests", 2, 1, "Scrapes served at once; more wait for a slot until their deadline, then get 503.")
 	flagval.Enum(fs, &o.mode, "mode", "node", []string{"node", "controller"}, "Role: node (per-job metrics on a compute node) or controller (cluster metrics from Slurm commands); picks the default collectors.")
-	flagval.Enum(fs, &o.level, "metrics.level", "basic", []string{"basic", "full"}, collector.LevelFlagHelp)
+	fs.Var(&o.level, "metrics.level", collector.LevelFlagHelp)
 	flagval.String(fs, &o.cgroupfs, "path.cgroupfs", "", "cgroup filesystem root; empty detects the mounts from /proc/self/mountinfo. A given tree's version (v1, v2, hybrid) is recognised from the tree; a given directory must exist.", flagval.Optional(flagval.Dir))
 	flagval.String(fs, &o.procfs, "path.procfs", "/proc", "procfs mount point.", flagval.Dir)
 	flagval.String(fs, &o.sysfs, "path.sysfs", "/sys", "sysfs mount point.", flagval.Dir)

@@ -59,15 +59,15 @@ func TestWrongFlagValueExits2(t *testing.T) {
 		args []string
 		flag string
 	}{
-		{[]string{"--power.emissions.country=ZZ"}, "--power.emissions.country"},
+		{[]string{"--collector.power.emissions.country=ZZ"}, "--collector.power.emissions.country"},
 		{[]string{"--web.scrape-timeout=10"}, "--web.scrape-timeout"},
 		{[]string{"--web.scrape-timeout=0s"}, "--web.scrape-timeout"},
-		{[]string{"--power.ipmi-interval=soon"}, "--power.ipmi-interval"},
+		{[]string{"--collector.power.ipmi-interval=soon"}, "--collector.power.ipmi-interval"},
 		{[]string{"--gpu.backend=amd"}, "--gpu.backend"},
-		{[]string{"--power.ipmi=serial"}, "--power.ipmi"},
-		{[]string{"--power.idle-policy=nobody"}, "--power.idle-policy"},
-		{[]string{"--power.emissions.provider=watttime"}, "--power.emissions.provider"},
-		{[]string{"--power.emissions.factor=-3"}, "--power.emissions.factor"},
+		{[]string{"--collector.power.ipmi=serial"}, "--collector.power.ipmi"},
+		{[]string{"--collector.power.idle-policy=nobody"}, "--collector.power.idle-policy"},
+		{[]string{"--collector.power.emissions.provider=watttime"}, "--collector.power.emissions.provider"},
+		{[]string{"--collector.power.emissions.factor=-3"}, "--collector.power.emissions.factor"},
 		{[]string{"--web.config.file=" + badYAML}, "--web.config.file"},
 		{[]string{"--web.config.file=" + filepath.Join(dir, "missing.yml")}, "--web.config.file"},
 		{[]string{"--web.max-requests=0"}, "--web.max-requests"},
@@ -80,7 +80,7 @@ func TestWrongFlagValueExits2(t *testing.T) {
 		{[]string{"--no-such-flag"}, "--no-such-flag"},
 		// Checked at start, though not by the flag parser: the token the
 		// provider needs comes from the environment.
-		{[]string{"--power.emissions.provider=electricitymaps", "--power.emissions.country=FR", "--power.ipmi=off", "--collector.gpu=false"}, "JOBSCOPE_ELECTRICITYMAPS_TOKEN"},
+		{[]string{"--collector.power.emissions.provider=electricitymaps", "--collector.power.emissions.country=FR", "--collector.power.ipmi=off", "--collector.gpu=false"}, "JOBSCOPE_ELECTRICITYMAPS_TOKEN"},
 	}
 	if os.Geteuid() != 0 { // root reads any file
 		cases = append(cases, struct {
@@ -100,7 +100,7 @@ func TestWrongFlagValueExits2(t *testing.T) {
 		}
 	}
 	// Every country of the embedded table passes, by either code.
-	if code, stderr := runBinary(t, "--power.emissions.country=MX", "--version"); code != 0 {
-		t.Errorf("--power.emissions.country=MX: exit %d: %s", code, stderr)
+	if code, stderr := runBinary(t, "--collector.power.emissions.country=MX", "--version"); code != 0 {
+		t.Errorf("--collector.power.emissions.country=MX: exit %d: %s", code, stderr)
 	}
 }

@@ -96,7 +96,7 @@ func TestHelpGroups(t *testing.T) {
 	// Spot checks of the grouping itself.
 	for name, want := range map[string]string{"web.listen-address": groupCommon, "path.cgroupfs": groupCommon,
 		"metrics.level": groupCommon, "collector.cgroup": groupNode, "bpf.pin-path": groupNode, "gpu.backend": groupNode,
-		"power.ipmi": groupNode, "slurm.job-props-dir": groupNode, "collector.slurm_jobs": groupController,
+		"collector.power.ipmi": groupNode, "slurm.job-props-dir": groupNode, "collector.slurm_jobs": groupController,
 		"slurm.poll-interval": groupController} {
 		if got := where[name]; len(got) != 1 || got[0] != want {
 			t.Errorf("--%s in %v, want %s", name, got, want)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/registry"
-	"github.com/jobscope/jobscope/test/gen/fixture"
+	fixturegen "github.com/jobscope/jobscope/test/gen/fixture"
 )
 
 // hungSlurm puts a squeue and an scontrol that hang (slurmctld

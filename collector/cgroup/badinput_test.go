@@ -54,7 +54,7 @@ func newBadRun(t *testing.T, root string) *badRun {
 	problems := collector.NewProblems(log)
 	// Full level: every file the collector can read is read, so every bad
 	// file is met.
-	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys"), Level: collector.LevelFull})
+	c := New(Options{SysFS: filepath.Join(root, "sys"), Level: collector.LevelFull})
 	return &badRun{collector.NewExporter(map[string]collector.Collector{"cgroup": c}, collector.Options{Discoverer: disc, Problems: problems, Logger: log}), problems, logs, c, disc}
 }
 
@@ -306,7 +306,7 @@ func TestThousandsOfJobs(t *testing.T) {
 		}
 	}
 	disc := discovery.New(discovery.Config{Layout: discovery.Layout{V2: root}, ProcFS: t.TempDir()})
-	exp := collector.NewExporter(map[string]collector.Collector{"cgroup": NewCgroupCollector(CgroupOptions{})}, collector.Options{Discoverer: disc, Problems: collector.NewProblems(nil)})
+	exp := collector.NewExporter(map[string]collector.Collector{"cgroup": New(Options{})}, collector.Options{Discoverer: disc, Problems: collector.NewProblems(nil)})
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(exp.Bind(context.Background()))
 	if got := promtest.CollectAndCount(reg, "slurm_job_memory_usage_bytes"); got != n {
@@ -328,7 +328,7 @@ func newBadRunV1(t *testing.T, root string) *badRun {
 	problems := collector.NewProblems(log)
 	// Full level: every file the collector can read is read, so every bad
 	// file is met.
-	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys"), Level: collector.LevelFull})
+	c := New(Options{SysFS: filepath.Join(root, "sys"), Level: collector.LevelFull})
 	return &badRun{collector.NewExporter(map[string]collector.Collector{"cgroup": c}, collector.Options{Discoverer: disc, Problems: problems, Logger: log}), problems, logs, c, disc}
 }
 

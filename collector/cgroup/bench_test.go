@@ -14,8 +14,8 @@ import (
 
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/discovery"
-	"github.com/jobscope/jobscope/test/gen/fixture"
 	"github.com/jobscope/jobscope/internal/testutil"
+	fixturegen "github.com/jobscope/jobscope/test/gen/fixture"
 )
 
 // BenchmarkScrape measures one whole node scrape (discovery, the cgroup
@@ -26,7 +26,7 @@ func BenchmarkScrape(b *testing.B) {
 		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
 			disc := discovery.New(discovery.Config{Layout: discovery.Layout{V2: root}, ProcFS: b.TempDir(),
 				LookupUser: func(int) (string, error) { return "u", nil }})
-			exp := collector.NewExporter(map[string]collector.Collector{"cgroup": NewCgroupCollector(CgroupOptions{SysFS: b.TempDir()})}, collector.Options{Discoverer: disc, Problems: collector.NewProblems(nil)})
+			exp := collector.NewExporter(map[string]collector.Collector{"cgroup": New(Options{SysFS: b.TempDir()})}, collector.Options{Discoverer: disc, Problems: collector.NewProblems(nil)})
 			b.ResetTimer()
 			cpu0 := testutil.CPUTime()
 			for b.Loop() {

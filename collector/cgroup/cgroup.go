@@ -35,7 +35,7 @@ func Factory() collector.Factory {
 					// idle node that reports 0 jobs with success 1.
 					return nil, collector.WithCause(NoHierarchy, errNoHierarchy)
 				}
-				return NewCgroupCollector(CgroupOptions{Workers: *workers, SysFS: env.SysFS, PerCoreFromEBPF: env.BPF != nil, Level: env.Level}), nil
+				return New(Options{Workers: *workers, SysFS: env.SysFS, PerCoreFromEBPF: env.BPF != nil, Level: env.Level}), nil
 			}
 		},
 	}
@@ -47,8 +47,8 @@ const NoHierarchy = "no_cgroup_hierarchy"
 
 var errNoHierarchy = errors.New("no cgroup hierarchy (no cgroup.controllers, no v1 controller directory) under --path.cgroupfs or in the mount table: no job can be found")
 
-// CgroupOptions configure the cgroup collector.
-type CgroupOptions struct {
+// Options configure the cgroup collector.
+type Options struct {
 	Workers int
 	SysFS   string // for block device names
 	// Now is the clock of the static-file cache (tests set it).
@@ -62,7 +62,7 @@ type CgroupOptions struct {
 }
 
 type cgroupCollector struct {
-	opts    CgroupOptions
+	opts    Options
 	d       cgroupDescs
 	devices *deviceNames
 	state   *collector.State[jobState]
@@ -70,8 +70,8 @@ type cgroupCollector struct {
 	pool    *collector.JobPool
 }
 
-// NewCgroupCollector builds the collector.
-func NewCgroupCollector(opts CgroupOptions) collector.Collector {
+// New builds the collector.
+func New(opts Options) collector.Collector {
 	if opts.Workers <= 0 {
 		opts.Workers = min(runtime.NumCPU(), 4)
 	}
@@ -93,8 +93,8 @@ func (c *cgroupCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metr
 		ch <- infoMetric(&c.d, j)
 		r := c.readers.Get().(*cgroupfs.Reader)
 		defer c.readers.Put(r)
-		jr := &jobReader{Files: cgroupfs.NewFiles(r, s.Problem), r: r, s: s, ch: ch, d: &c.d, job: j, devices: c.devices,
-			series: s.Series(j), state: c.state.Job(s, j), now: c.opts.Now, full: c.opts.Level == collector.LevelFull}
+		jr := &jobReader{Files: cgroupfs.NewFiles(r, s.Problem), r: r, s: s, out: collector.NewOut(ch, c.opts.Level), d: &c.d, job: j,
+			devices: c.devices, series: s.Series(j), state: c.state.Job(s, j), now: c.opts.Now}
 		defer jr.Close()
 		if j.Version == 2 {
 			jr.v2()

@@ -20,7 +20,7 @@ func fixtureExporter(t testing.TB, node string, level collector.Level) (*collect
 	root := filepath.Join("..", "..", "testdata", node)
 	disc := collectortest.Discoverer(t, root)
 	problems := collector.NewProblems(nil)
-	c := NewCgroupCollector(CgroupOptions{SysFS: filepath.Join(root, "sys"), Level: level})
+	c := New(Options{SysFS: filepath.Join(root, "sys"), Level: level})
 	exp := collector.NewExporter(map[string]collector.Collector{"cgroup": c}, collector.Options{Discoverer: disc, Problems: problems, Info: collector.BuildInfo{Version: "test", Revision: "test", GoVersion: "go"}})
 	return exp, problems
 }

@@ -17,14 +17,13 @@ type jobReader struct {
 	*cgroupfs.Files
 	r       *cgroupfs.Reader // for the files read outside Files (v1 events)
 	s       *collector.Scrape
-	ch      chan<- prometheus.Metric
+	out     collector.Out // drops what --metrics.level leaves out
 	d       *cgroupDescs
 	job     *discovery.Job
 	devices *deviceNames
 	series  *collector.JobSeries
 	state   *collector.Entry[jobState]
 	now     func() time.Time
-	full    bool // --metrics.level=full
 }
 
 func (jr *jobReader) read(dir, name string) []byte { return jr.Read(dir, name) }
@@ -32,11 +31,15 @@ func (jr *jobReader) read(dir, name string) []byte { return jr.Read(dir, name) }
 func (jr *jobReader) malformed(dir, name string, err error) { jr.Malformed(dir, name, err) }
 
 func (jr *jobReader) emit(desc *collector.Desc, t prometheus.ValueType, v float64, extra ...string) {
-	jr.ch <- jr.series.Metric(desc, t, v, extra...)
+	jr.out.Job(jr.series, desc, t, v, extra...)
 }
 
 // uintFile emits a file holding one number, divided by div (to base units).
+// A file whose series the level leaves out is not read.
 func (jr *jobReader) uintFile(dir, name string, desc *collector.Desc, t prometheus.ValueType, div float64, extra ...string) {
+	if !jr.out.Emits(desc) {
+		return
+	}
 	if v, ok := jr.Uint(dir, name); ok {
 		jr.emit(desc, t, float64(v)/div, extra...)
 	}
@@ -64,34 +67,30 @@ func (jr *jobReader) usage() *collector.Usage {
 		{collector.HasCPU, jr.d.cpuUsage, u.CPU, ""},
 		{collector.HasUser, jr.d.cpuMode, u.User, "user"},
 		{collector.HasSystem, jr.d.cpuMode, u.System, "system"},
-		{jr.fullOnly(collector.HasPeriods), jr.d.cpuPeriods, u.Periods, ""},
-		{jr.fullOnly(collector.HasThrottled), jr.d.cpuThrottled, u.Throttled, ""},
+		{collector.HasPeriods, jr.d.cpuPeriods, u.Periods, ""},
+		{collector.HasThrottled, jr.d.cpuThrottled, u.Throttled, ""},
 		{collector.HasThrottledTime, jr.d.cpuThrottledTime, u.ThrottledTime, ""},
 		{collector.HasCPUs, jr.d.cpus, float64(len(u.CPUs)), ""},
 	} {
 		switch {
 		case u.Has&f.has == 0:
 		case f.mode != "":
-			jr.ch <- jr.series.Counter(f.desc, f.v, f.mode)
+			jr.emit(f.desc, prometheus.CounterValue, f.v, f.mode)
 		case f.desc == jr.d.memUsage || f.desc == jr.d.cpus:
-			jr.ch <- jr.series.Gauge(f.desc, f.v)
+			jr.emit(f.desc, prometheus.GaugeValue, f.v)
 		default:
-			jr.ch <- jr.series.Counter(f.desc, f.v)
+			jr.emit(f.desc, prometheus.CounterValue, f.v)
 		}
 	}
 	return u
 }
 
-// fullOnly is has at --metrics.level=full and nothing at basic.
-func (jr *jobReader) fullOnly(has collector.UsageFields) collector.UsageFields {
-	if jr.full {
-		return has
-	}
-	return 0
-}
-
-// limitFile emits a limit unless it is unlimited; it returns the value.
+// limitFile emits a limit unless it is unlimited; it returns the value. A
+// limit whose series the level leaves out is not read.
 func (jr *jobReader) limitFile(dir, name string, desc *collector.Desc) (uint64, bool) {
+	if desc != nil && !jr.out.Emits(desc) {
+		return 0, false
+	}
 	b := jr.readStatic(dir, name)
 	if b == nil {
 		return 0, false
@@ -108,15 +107,14 @@ func (jr *jobReader) limitFile(dir, name string, desc *collector.Desc) (uint64, 
 }
 
 // flatKey is what one key of a flat-keyed file becomes: a series of desc
-// (with label as its extra label value, if set), its value divided by div;
-// full keys only at --metrics.level=full.
+// (with label as its extra label value, if set), its value divided by div.
+// The descriptor says at which --metrics.level the series is emitted.
 type flatKey struct {
 	key   string
 	desc  func(d *cgroupDescs) *collector.Desc
 	label string
 	typ   prometheus.ValueType
 	div   float64
-	full  bool
 }
 
 // flatTable is the exported keys of one flat-keyed file, indexed by raw key.
@@ -156,9 +154,6 @@ func (jr *jobReader) flat(dir, name string, t *flatTable) bool {
 		}
 		seen |= 1 << i
 		fk := &t.keys[i]
-		if fk.full && !jr.full {
-			return
-		}
 		if fk.label != "" {
 			jr.emit(fk.desc(jr.d), fk.typ, float64(v)/fk.div, fk.label)
 		} else {
@@ -184,7 +179,7 @@ func (jr *jobReader) pressure(dir string) {
 			continue
 		}
 		jr.emit(jr.d.pressure, prometheus.CounterValue, float64(p.Some)/1e6, res, "some")
-		if p.HasFull && jr.full {
+		if p.HasFull {
 			jr.emit(jr.d.pressure, prometheus.CounterValue, float64(p.Full)/1e6, res, "full")
 		}
 	}

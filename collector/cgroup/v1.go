@@ -18,20 +18,20 @@ var memStatV1 = newFlatTable(append(memStatKeys(
 	"total_dirty", "file_dirty", "total_writeback", "file_writeback", "total_rss_huge", "anon_thp",
 	"total_active_anon", "active_anon", "total_inactive_anon", "inactive_anon",
 	"total_active_file", "active_file", "total_inactive_file", "inactive_file", "total_unevictable", "unevictable"),
-	flatKey{"total_swap", func(d *cgroupDescs) *collector.Desc { return d.swapUsage }, "", prometheus.GaugeValue, 1, false})...)
+	flatKey{"total_swap", func(d *cgroupDescs) *collector.Desc { return d.swapUsage }, "", prometheus.GaugeValue, 1})...)
 
 // cpuacctHZ is the unit of cpuacct.stat; Linux reports it as 100 on every
 // architecture Slurm runs on.
 const cpuacctHZ = 100
 
 var cpuacctStat = newFlatTable(
-	flatKey{"user", cpuModeDesc, "user", prometheus.CounterValue, cpuacctHZ, false},
-	flatKey{"system", cpuModeDesc, "system", prometheus.CounterValue, cpuacctHZ, false})
+	flatKey{"user", cpuModeDesc, "user", prometheus.CounterValue, cpuacctHZ},
+	flatKey{"system", cpuModeDesc, "system", prometheus.CounterValue, cpuacctHZ})
 
 var cpuStatV1 = newFlatTable(
-	flatKey{"nr_periods", cpuPeriodsDesc, "", prometheus.CounterValue, 1, true},
-	flatKey{"nr_throttled", cpuThrottledDesc, "", prometheus.CounterValue, 1, true},
-	flatKey{"throttled_time", cpuThrottledTimeDesc, "", prometheus.CounterValue, 1e9, false})
+	flatKey{"nr_periods", cpuPeriodsDesc, "", prometheus.CounterValue, 1},
+	flatKey{"nr_throttled", cpuThrottledDesc, "", prometheus.CounterValue, 1},
+	flatKey{"throttled_time", cpuThrottledTimeDesc, "", prometheus.CounterValue, 1e9})
 
 // v1 reads the job-level directory of each v1 controller that has the job.
 func (jr *jobReader) v1(perCore bool) {
@@ -41,7 +41,7 @@ func (jr *jobReader) v1(perCore bool) {
 		jr.uintFile(mem, "memory.max_usage_in_bytes", jr.d.memPeak, prometheus.GaugeValue, 1)
 		limit, limited := jr.limitFile(mem, "memory.limit_in_bytes", jr.d.memLimit)
 		jr.flat(mem, "memory.stat", memStatV1)
-		if jr.full {
+		if jr.out.Emits(jr.d.swapLimit) { // the one reader of memsw
 			if memsw, ok := jr.limitFile(mem, "memory.memsw.limit_in_bytes", nil); ok && limited &&
 				memsw != cgroupfs.Unlimited && limit != cgroupfs.Unlimited && memsw >= limit {
 				jr.emit(jr.d.swapLimit, prometheus.GaugeValue, float64(memsw-limit))
@@ -60,11 +60,9 @@ func (jr *jobReader) v1(perCore bool) {
 	}
 	if blk := jr.job.V1["blkio"]; blk != "" {
 		jr.blkio(blk, "blkio.throttle.io_service_bytes_recursive", jr.d.ioBytes)
-		if jr.full {
-			jr.blkio(blk, "blkio.throttle.io_serviced_recursive", jr.d.ioOps)
-		}
+		jr.blkio(blk, "blkio.throttle.io_serviced_recursive", jr.d.ioOps)
 	}
-	if p := jr.job.V1["pids"]; p != "" && jr.full {
+	if p := jr.job.V1["pids"]; p != "" {
 		jr.uintFile(p, "pids.current", jr.d.pids, prometheus.GaugeValue, 1)
 		jr.limitFile(p, "pids.max", jr.d.pidsLimit)
 	}
@@ -98,6 +96,10 @@ func (jr *jobReader) perCore(dir string, cpus []int) {
 }
 
 func (jr *jobReader) blkio(dir, name string, desc *collector.Desc) {
+	if !jr.out.Emits(desc) {
+		return // not read at a level that leaves its series out
+	}
+	perDevice := jr.out.Whole(desc) // else summed as device="all"
 	b := jr.read(dir, name)
 	if b == nil {
 		return
@@ -117,12 +119,12 @@ func (jr *jobReader) blkio(dir, name string, desc *collector.Desc) {
 		seen[n] = true
 		sum[0] += rw[0]
 		sum[1] += rw[1]
-		if jr.full {
+		if perDevice {
 			jr.emit(desc, prometheus.CounterValue, float64(rw[0]), n, "read")
 			jr.emit(desc, prometheus.CounterValue, float64(rw[1]), n, "write")
 		}
 	}
-	if !jr.full {
+	if !perDevice {
 		jr.blockIOSum(sum)
 	}
 }

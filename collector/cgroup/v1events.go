@@ -52,7 +52,7 @@ func (jr *jobReader) foldV1Events(t *v1EventTree, jobDir string) {
 			})
 		}
 		errFail := errNotRead
-		if jr.full {
+		if jr.out.Keeps(jr.d.memEvents, "max") {
 			b, errFail = jr.r.Read(dir + "/memory.failcnt")
 		}
 		if errFail == nil {
@@ -88,9 +88,7 @@ func (jr *jobReader) foldV1Events(t *v1EventTree, jobDir string) {
 	}
 	t.last = cur
 	jr.emit(jr.d.memEvents, prometheus.CounterValue, float64(total[v1OOMKill]), "oom_kill")
-	if jr.full {
-		jr.emit(jr.d.memEvents, prometheus.CounterValue, float64(total[v1Failcnt]), "max")
-	}
+	jr.emit(jr.d.memEvents, prometheus.CounterValue, float64(total[v1Failcnt]), "max")
 }
 
 // errNotRead stands for memory.failcnt at the basic level, which has no

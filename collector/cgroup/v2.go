@@ -20,19 +20,18 @@ var memStatV2 = newFlatTable(memStatKeys(
 var memEventsV2 = func() *flatTable {
 	var keys []flatKey
 	for _, e := range []string{"low", "high", "max", "oom", "oom_kill", "oom_group_kill"} {
-		keys = append(keys, flatKey{e, func(d *cgroupDescs) *collector.Desc { return d.memEvents }, e, prometheus.CounterValue, 1, e != "oom_kill"})
+		keys = append(keys, flatKey{e, func(d *cgroupDescs) *collector.Desc { return d.memEvents }, e, prometheus.CounterValue, 1})
 	}
 	return newFlatTable(keys...)
 }()
 
-// memStatKeys pairs raw memory.stat keys with their type label; anon and
-// file are the basic level's, the rest full's.
+// memStatKeys pairs raw memory.stat keys with their type label (the
+// descriptor says which types basic emits).
 func memStatKeys(pairs ...string) []flatKey {
 	keys := make([]flatKey, 0, len(pairs)/2)
 	for i := 0; i+1 < len(pairs); i += 2 {
 		typ := pairs[i+1]
-		keys = append(keys, flatKey{pairs[i], func(d *cgroupDescs) *collector.Desc { return d.memStat }, typ, prometheus.GaugeValue, 1,
-			typ != "anon" && typ != "file"})
+		keys = append(keys, flatKey{pairs[i], func(d *cgroupDescs) *collector.Desc { return d.memStat }, typ, prometheus.GaugeValue, 1})
 	}
 	return keys
 }
@@ -53,9 +52,7 @@ func (jr *jobReader) v2() {
 	jr.limitFile(dir, "memory.max", jr.d.memLimit)
 	jr.flat(dir, "memory.stat", memStatV2)
 	jr.uintFile(dir, "memory.swap.current", jr.d.swapUsage, prometheus.GaugeValue, 1)
-	if jr.full {
-		jr.limitFile(dir, "memory.swap.max", jr.d.swapLimit)
-	}
+	jr.limitFile(dir, "memory.swap.max", jr.d.swapLimit)
 	jr.flat(dir, "memory.events", memEventsV2)
 	jr.pressure(dir)
 	if b := jr.read(dir, "io.stat"); b != nil {
@@ -64,6 +61,7 @@ func (jr *jobReader) v2() {
 			jr.malformed(dir, "io.stat", err)
 		}
 		seen := map[string]bool{}
+		perDevice := jr.out.Whole(jr.d.ioBytes) // else summed as device="all"
 		var sum [2]uint64
 		for _, st := range stats {
 			dev := jr.devices.name(st.Device)
@@ -73,21 +71,19 @@ func (jr *jobReader) v2() {
 			seen[dev] = true
 			sum[0] += st.ReadBytes
 			sum[1] += st.WriteBytes
-			if jr.full {
+			if perDevice {
 				jr.emit(jr.d.ioBytes, prometheus.CounterValue, float64(st.ReadBytes), dev, "read")
 				jr.emit(jr.d.ioBytes, prometheus.CounterValue, float64(st.WriteBytes), dev, "write")
-				jr.emit(jr.d.ioOps, prometheus.CounterValue, float64(st.ReadOps), dev, "read")
-				jr.emit(jr.d.ioOps, prometheus.CounterValue, float64(st.WriteOps), dev, "write")
 			}
+			jr.emit(jr.d.ioOps, prometheus.CounterValue, float64(st.ReadOps), dev, "read")
+			jr.emit(jr.d.ioOps, prometheus.CounterValue, float64(st.WriteOps), dev, "write")
 		}
-		if !jr.full {
+		if !perDevice {
 			jr.blockIOSum(sum)
 		}
 	}
-	if jr.full {
-		jr.uintFile(dir, "pids.current", jr.d.pids, prometheus.GaugeValue, 1)
-		jr.limitFile(dir, "pids.max", jr.d.pidsLimit)
-	}
+	jr.uintFile(dir, "pids.current", jr.d.pids, prometheus.GaugeValue, 1)
+	jr.limitFile(dir, "pids.max", jr.d.pidsLimit)
 }
 
 // blockIOSum emits the basic level's block IO: bytes summed over devices.

@@ -28,7 +28,7 @@ func busyClock(t *testing.T) *testutil.Clock {
 func TestSlurmHungCommandServesLastSnapshot(t *testing.T) {
 	f := newSlurmFake(t, "busy")
 	clk := busyClock(t)
-	exp := slurmExporter(t, sharedWithClock(f, slurmcli.FormatAuto, clk), "--slurm.sacct.since=2026-11-25T00:00:00")
+	exp := slurmExporter(t, sharedWithClock(f, slurmcli.FormatAuto, clk), "--collector.slurm_sacct.since=2026-11-25T00:00:00")
 	clk.Add(96 * time.Second)
 	first := testutil.Samples(t, testutil.Exposition(t, slurmGather(context.Background(), exp)))
 	f.Hang("squeue")
@@ -58,7 +58,7 @@ func TestSlurmHungCommandServesLastSnapshot(t *testing.T) {
 func TestSlurmQueueWaitOncePerPoll(t *testing.T) {
 	f := newSlurmFake(t, "busy")
 	clk := busyClock(t)
-	exp := slurmExporter(t, sharedWithClock(f, slurmcli.FormatAuto, clk), "--slurm.sacct.since=2026-11-25T00:00:00")
+	exp := slurmExporter(t, sharedWithClock(f, slurmcli.FormatAuto, clk), "--collector.slurm_sacct.since=2026-11-25T00:00:00")
 	clk.Add(96 * time.Second)
 	var wg sync.WaitGroup
 	for range 20 {

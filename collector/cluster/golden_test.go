@@ -177,23 +177,23 @@ func TestSlurmGolden(t *testing.T) {
 	}{
 		// The old 22.05 capture has no reservations, licenses or -O text.
 		{"running", "22.05", "running", slurmcli.FormatAuto, utc("2026-11-21T12:10:00"), utc("2026-11-21T12:10:00"),
-			[]string{"--slurm.sacct.since=2026-11-21T12:00:00", "--collector.slurm_reservations=false", "--collector.slurm_licenses=false"},
+			[]string{"--collector.slurm_sacct.since=2026-11-21T12:00:00", "--collector.slurm_reservations=false", "--collector.slurm_licenses=false"},
 			[]map[string]float64{slurmRunning2205}},
 		{"busy", "22.05", "busy", slurmcli.FormatAuto, utc("2026-11-25T00:12:00"), utc("2026-11-25T00:13:36"),
-			[]string{"--slurm.sacct.since=2026-11-25T00:00:00"}, []map[string]float64{slurmBusy2205, slurmBusy2205JSON}},
+			[]string{"--collector.slurm_sacct.since=2026-11-25T00:00:00"}, []map[string]float64{slurmBusy2205, slurmBusy2205JSON}},
 		{"busy-text", "22.05", "busy", slurmcli.FormatText, utc("2026-11-25T00:12:00"), utc("2026-11-25T00:13:36"),
-			[]string{"--slurm.sacct.since=2026-11-25T00:00:00"}, []map[string]float64{slurmBusy2205, slurmBusy2205Text}},
+			[]string{"--collector.slurm_sacct.since=2026-11-25T00:00:00"}, []map[string]float64{slurmBusy2205, slurmBusy2205Text}},
 		{"24.11-running", "24.11", "running", slurmcli.FormatAuto, utc("2026-11-24T23:38:00"), utc("2026-11-24T23:40:00"),
-			[]string{"--slurm.sacct.since=2026-11-24T23:00:00"}, []map[string]float64{slurm2411, slurm2411Queue}},
+			[]string{"--collector.slurm_sacct.since=2026-11-24T23:00:00"}, []map[string]float64{slurm2411, slurm2411Queue}},
 		// The 24.11 and 26.05 captures have no squeue -O text: their queue
 		// is checked in JSON only.
 		{"24.11-running-text", "24.11", "running", slurmcli.FormatText, utc("2026-11-24T23:38:00"), utc("2026-11-24T23:40:00"),
-			[]string{"--slurm.sacct.since=2026-11-24T23:00:00", "--collector.slurm_jobs=false", "--collector.slurm_queue_wait=false"},
+			[]string{"--collector.slurm_sacct.since=2026-11-24T23:00:00", "--collector.slurm_jobs=false", "--collector.slurm_queue_wait=false"},
 			[]map[string]float64{slurm2411}},
 		{"26.05-running", "26.05", "running", slurmcli.FormatAuto, utc("2026-11-25T00:12:00"), utc("2026-11-25T00:14:00"),
-			[]string{"--slurm.sacct.since=2026-11-25T00:00:00"}, []map[string]float64{slurm2605, slurm2605Queue}},
+			[]string{"--collector.slurm_sacct.since=2026-11-25T00:00:00"}, []map[string]float64{slurm2605, slurm2605Queue}},
 		{"26.05-running-text", "26.05", "running", slurmcli.FormatText, utc("2026-11-25T00:12:00"), utc("2026-11-25T00:14:00"),
-			[]string{"--slurm.sacct.since=2026-11-25T00:00:00", "--collector.slurm_jobs=false", "--collector.slurm_queue_wait=false"},
+			[]string{"--collector.slurm_sacct.since=2026-11-25T00:00:00", "--collector.slurm_jobs=false", "--collector.slurm_queue_wait=false"},
 			[]map[string]float64{slurm2605}},
 	} {
 		t.Run(c.golden, func(t *testing.T) {

@@ -28,12 +28,12 @@ func QueueWaitFactory(sh *shared) collector.Factory {
 		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
 			sh.flags(fs)
 			top := new(int)
-			flagval.Int(fs, top, "slurm.pending-reasons.top", 10, 0,
+			flagval.Int(fs, top, "collector.slurm_queue_wait.pending-reasons.top", 10, 1,
 				"slurm_queue_wait collector: slurm_queue_pending_reasons lists this many reasons, the most common first; the rest add up under reason=\"other\".")
+			// The name before the collector.<name> namespace (issue 26),
+			// kept for one release; CHANGELOG.md lists it.
+			flagval.Alias(fs, "slurm.pending-reasons.top", "collector.slurm_queue_wait.pending-reasons.top")
 			return func(env *collector.Env) (collector.Collector, error) {
-				if *top < 1 {
-					return nil, fmt.Errorf("--slurm.pending-reasons.top must be at least 1, got %d", *top)
-				}
 				c, err := sh.cacheFor(env)
 				if err != nil {
 					return nil, err
@@ -70,7 +70,7 @@ func newSlurmQueueWait(c *slurmcli.Cache, top int) *slurmQueueWait {
 			"Waits (start minus submit time) of the jobs that started since jobscope started, by partition and QOS, each job observed once, at the first poll that shows it started: rate() and histogram_quantile() give the waits of recently started jobs."+bucketHelp+strings.Join(buckets, ", ")+"."+src,
 			"partition", "qos"),
 		reasons: collector.NewDesc("slurm_queue_pending_reasons",
-			"Pending jobs by the reason Slurm gives, cluster-wide: the --slurm.pending-reasons.top most common reasons, the rest under reason=\"other\"; a pending job array counts each task. Text output's descriptions are mapped back to Slurm's reason codes (\"Unrecognized\" where unknown)."+src,
+			"Pending jobs by the reason Slurm gives, cluster-wide: the --collector.slurm_queue_wait.pending-reasons.top most common reasons, the rest under reason=\"other\"; a pending job array counts each task. Text output's descriptions are mapped back to Slurm's reason codes (\"Unrecognized\" where unknown)."+src,
 			"reason"),
 		submitted: collector.NewDesc("slurm_queue_jobs_submitted_total",
 			"Jobs submitted since jobscope started (each array task counts), as squeue first lists them, or sacct for jobs that ended between two polls; it never resets, unlike sdiag's daily count."+src),

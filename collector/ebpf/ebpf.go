@@ -63,7 +63,7 @@ type ebpfCollector struct {
 	// in a hierarchy the programs key by, or it vanished).
 	keyOf func(j *discovery.Job) (bpf.Key, bool)
 	d     ebpfDescs
-	full  bool // --metrics.level=full: syscall IO and network packets too
+	level collector.Level // the descriptors say what each level emits
 }
 
 // New builds the collector over the programs cmd loaded; when loading
@@ -147,7 +147,7 @@ func dirKeys(v1 string, hier uint32) func(j *discovery.Job) (bpf.Key, bool) {
 }
 
 func newEBPFCollector(r bpf.Reader, keyOf func(*discovery.Job) (bpf.Key, bool), level collector.Level) *ebpfCollector {
-	return &ebpfCollector{reader: r, keyOf: keyOf, d: newEBPFDescs(), full: level == collector.LevelFull}
+	return &ebpfCollector{reader: r, keyOf: keyOf, d: newEBPFDescs(), level: level}
 }
 
 func (c *ebpfCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
@@ -171,9 +171,10 @@ func (c *ebpfCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric
 }
 
 func (c *ebpfCollector) emitJob(ch chan<- prometheus.Metric, series *collector.JobSeries, cnt *bpf.Counters, network bool, allocated []int) {
-	counter := func(d *collector.Desc, v float64, extra ...string) { ch <- series.Counter(d, v, extra...) }
-	if c.full && !cnt.Since.IsZero() {
-		ch <- series.Gauge(c.d.countedSince, float64(cnt.Since.UnixMilli())/1e3)
+	out := collector.NewOut(ch, c.level)
+	counter := func(d *collector.Desc, v float64, extra ...string) { out.Counter(series, d, v, extra...) }
+	if !cnt.Since.IsZero() {
+		out.Gauge(series, c.d.countedSince, float64(cnt.Since.UnixMilli())/1e3)
 	}
 	// The job's allocated cores (an idle one shows as 0, which is the
 	// point of per-core series). Time on other cores is real time of the
@@ -196,21 +197,17 @@ func (c *ebpfCollector) emitJob(ch chan<- prometheus.Metric, series *collector.J
 	if outside > 0 {
 		counter(c.d.cpuOutside, float64(outside)/1e9)
 	}
-	if c.full {
-		counter(c.d.syscallBytes, float64(cnt.RChar), "read")
-		counter(c.d.syscallBytes, float64(cnt.WChar), "write")
-		counter(c.d.syscalls, float64(cnt.SyscR), "read")
-		counter(c.d.syscalls, float64(cnt.SyscW), "write")
-	}
+	counter(c.d.syscallBytes, float64(cnt.RChar), "read")
+	counter(c.d.syscallBytes, float64(cnt.WChar), "write")
+	counter(c.d.syscalls, float64(cnt.SyscR), "read")
+	counter(c.d.syscalls, float64(cnt.SyscW), "write")
 	counter(c.d.storageBytes, float64(cnt.ReadBytes), "read")
 	counter(c.d.storageBytes, float64(cnt.WriteBytes), "write")
 	if network {
 		counter(c.d.netBytes, float64(cnt.RxBytes), "receive")
 		counter(c.d.netBytes, float64(cnt.TxBytes), "transmit")
-		if c.full {
-			counter(c.d.netPackets, float64(cnt.RxPackets), "receive")
-			counter(c.d.netPackets, float64(cnt.TxPackets), "transmit")
-		}
+		counter(c.d.netPackets, float64(cnt.RxPackets), "receive")
+		counter(c.d.netPackets, float64(cnt.TxPackets), "transmit")
 	}
 }
 

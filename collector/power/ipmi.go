@@ -15,11 +15,11 @@ import (
 	"github.com/jobscope/jobscope/power"
 )
 
-// IPMI sources, chosen by --power.ipmi.
+// IPMI sources, chosen by --collector.power.ipmi.
 const (
 	IPMIAuto    = "auto"    // in-band when a device opens, else the command if set
 	IPMIInBand  = "inband"  // the device only
-	IPMICommand = "command" // --power.ipmi-command only
+	IPMICommand = "command" // --collector.power.ipmi-command only
 	IPMIOff     = "off"
 )
 
@@ -45,9 +45,9 @@ func ipmiCause(err error) string {
 // runs (nil: no IPMI). An absent or forbidden device is not an error: the
 // same flags go to every node of a cluster, and some have no BMC; it is
 // logged once here, with what to change.
-func ipmiSource(o PowerOptions, log *slog.Logger) (func(context.Context) (power.DCMIReading, error), error) {
+func ipmiSource(o Options, log *slog.Logger) (func(context.Context) (power.DCMIReading, error), error) {
 	mode := o.IPMIMode
-	if mode == "" { // options built in code: what the flags meant before --power.ipmi
+	if mode == "" { // options built in code: what the flags meant before --collector.power.ipmi
 		mode = IPMIOff
 		if o.IPMICommand != "" {
 			mode = IPMICommand
@@ -73,12 +73,12 @@ func ipmiSource(o PowerOptions, log *slog.Logger) (func(context.Context) (power.
 		return nil, nil
 	case IPMICommand:
 		if argv == nil {
-			return nil, errors.New("--power.ipmi=command needs --power.ipmi-command")
+			return nil, errors.New("--collector.power.ipmi=command needs --collector.power.ipmi-command")
 		}
 		return command, nil
 	case IPMIAuto, IPMIInBand:
 	default:
-		return nil, fmt.Errorf("unknown --power.ipmi %q (want auto, inband, command or off)", mode)
+		return nil, fmt.Errorf("unknown --collector.power.ipmi %q (want auto, inband, command or off)", mode)
 	}
 
 	open := o.IPMIOpen
@@ -91,7 +91,7 @@ func ipmiSource(o PowerOptions, log *slog.Logger) (func(context.Context) (power.
 	}
 	fallback := "no IPMI series"
 	if mode == IPMIAuto && argv != nil {
-		fallback = "using --power.ipmi-command"
+		fallback = "using --collector.power.ipmi-command"
 	}
 	path, err := power.FindIPMIDevice(paths, open)
 	if err != nil {
@@ -131,7 +131,7 @@ func ipmiSource(o PowerOptions, log *slog.Logger) (func(context.Context) (power.
 				return d, &ipmiErr{"ipmi_inband", err}
 			}
 			fellBack.Store(true)
-			log.Warn("in-band IPMI: BMC refuses DCMI Get Power Reading; using --power.ipmi-command from now on", "collector", "power", "err", err)
+			log.Warn("in-band IPMI: BMC refuses DCMI Get Power Reading; using --collector.power.ipmi-command from now on", "collector", "power", "err", err)
 		}
 		return command(ctx)
 	}, nil

@@ -63,7 +63,7 @@ func inbandHex(t *testing.T, name string) []byte {
 // TestPowerIPMIInBandGolden: a BMC answering in-band with the figures of
 // the saved ipmi-dcmi output gives exactly the command path's golden.
 func TestPowerIPMIInBandGolden(t *testing.T) {
-	c, root, now, gpus := powerFixture(t, PowerOptions{IdlePolicy: "capacity", Factor: 56, Country: "DE"})
+	c, root, now, gpus := powerFixture(t, Options{IdlePolicy: "capacity", Factor: 56, Country: "DE"})
 	pc := c.(*powerCollector)
 	opts := pc.opts
 	opts.IPMIMode, opts.IPMICommand = IPMIAuto, ""
@@ -107,7 +107,7 @@ func TestPowerIPMISources(t *testing.T) {
 		wantCause  string
 		wantNoData bool
 	}{
-		{name: "absent, command", mode: IPMIAuto, command: true, openErr: fs.ErrNotExist, wantIPMI: true, wantLog: "using --power.ipmi-command", wantLogs: 1},
+		{name: "absent, command", mode: IPMIAuto, command: true, openErr: fs.ErrNotExist, wantIPMI: true, wantLog: "using --collector.power.ipmi-command", wantLogs: 1},
 		{name: "absent, no command", mode: IPMIAuto, openErr: fs.ErrNotExist, wantLog: "ipmi_devintf", wantLogs: 1},
 		{name: "denied, no command", mode: IPMIAuto, openErr: fs.ErrPermission, wantLog: "CAP_DAC_OVERRIDE", wantLogs: 1},
 		{name: "denied, command", mode: IPMIAuto, command: true, openErr: fs.ErrPermission, wantIPMI: true, wantLog: "SupplementaryGroups=ipmi", wantLogs: 1},
@@ -119,7 +119,7 @@ func TestPowerIPMISources(t *testing.T) {
 		{name: "off", mode: IPMIOff, command: true, resp: good},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, root, _, gpus := powerFixture(t, PowerOptions{})
+			c, root, _, gpus := powerFixture(t, Options{})
 			pc := c.(*powerCollector)
 			opts := pc.opts
 			opts.IPMIMode = tc.mode
@@ -171,12 +171,12 @@ func TestPowerIPMISources(t *testing.T) {
 
 // powerWithLogs rebuilds pc's collector with opts, logging into the
 // returned buffer.
-func powerWithLogs(t *testing.T, pc *powerCollector, opts PowerOptions) (collector.Collector, *bytes.Buffer) {
+func powerWithLogs(t *testing.T, pc *powerCollector, opts Options) (collector.Collector, *bytes.Buffer) {
 	t.Helper()
 	logs := &bytes.Buffer{}
 	env := *pc.env
 	env.Logger = slog.New(slog.NewTextHandler(logs, nil))
-	c, err := NewPowerCollector(&env, opts)
+	c, err := New(&env, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,17 +185,17 @@ func powerWithLogs(t *testing.T, pc *powerCollector, opts PowerOptions) (collect
 
 func TestPowerIPMIBadOptions(t *testing.T) {
 	env := &collector.Env{SysFS: t.TempDir(), ProcFS: t.TempDir()}
-	for name, o := range map[string]PowerOptions{
+	for name, o := range map[string]Options{
 		"unknown mode":        {IdlePolicy: "capacity", IPMIMode: "bmc"},
 		"command without one": {IdlePolicy: "capacity", IPMIMode: IPMICommand},
 	} {
-		if _, err := NewPowerCollector(env, o); err == nil {
+		if _, err := New(env, o); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
 	// No device and nothing else: not an error, the collector says ErrNoData.
-	o := PowerOptions{IdlePolicy: "capacity", IPMIMode: IPMIAuto, IPMIOpen: fakeBMCOpen(nil, fs.ErrNotExist)}
-	c, err := NewPowerCollector(env, o)
+	o := Options{IdlePolicy: "capacity", IPMIMode: IPMIAuto, IPMIOpen: fakeBMCOpen(nil, fs.ErrNotExist)}
+	c, err := New(env, o)
 	if err != nil {
 		t.Fatal(err)
 	}

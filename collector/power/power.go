@@ -38,27 +38,35 @@ func Factory() collector.Factory {
 	}
 }
 
-// registerFlags adds the --power.* flags and returns the constructor.
+// registerFlags adds the --collector.power.* flags and returns the
+// constructor.
 func registerFlags(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
-	o := &PowerOptions{}
-	fs.BoolVar(&o.RAPL, "power.rapl", true, "Read RAPL energy counters from powercap sysfs.")
-	flagval.Duration(fs, &o.RAPLInterval, "power.rapl-interval", time.Minute, 0, "Also read RAPL counters in the background this often, so a long scrape gap cannot hide a second wrap of energy_uj (0: only at scrapes).")
-	flagval.Enum(fs, &o.IPMIMode, "power.ipmi", IPMIAuto, []string{IPMIAuto, IPMIInBand, IPMICommand, IPMIOff}, "How to read the BMC's DCMI power: auto (in-band through the IPMI device when it opens, else --power.ipmi-command if set), inband, command or off.")
-	flagval.String(fs, &o.IPMIDevice, "power.ipmi-device", "", "IPMI device for in-band reads (default: the first of "+strings.Join(power.DefaultIPMIDevices, ", ")+" that opens); a given one must exist.", flagval.Optional(flagval.Exists))
-	flagval.String(fs, &o.IPMICommand, "power.ipmi-command", "", "Command printing the output of freeipmi's ipmi-dcmi --get-system-power-statistics, split on spaces and run without a shell (e.g. \"/usr/sbin/ipmi-dcmi --get-system-power-statistics\"); the fallback of --power.ipmi=auto when no IPMI device opens. Its program must exist.", flagval.Optional(flagval.Command))
-	flagval.Duration(fs, &o.IPMIInterval, "power.ipmi-interval", 30*time.Second, 1, "Ask the BMC at most once per interval (BMCs are slow); scrapes in between get the cached reading.")
-	flagval.Duration(fs, &o.IPMITimeout, "power.ipmi-timeout", 10*time.Second, 1, "Give up on one BMC reading after this long (the command is killed with its whole process group).")
-	fs.BoolVar(&o.PerJob, "power.per-job", true, "Export per-job energy counters (slurm_job_energy_joules_total).")
-	flagval.Enum(fs, &o.IdlePolicy, "power.idle-policy", string(power.PolicyCapacity), []string{string(power.PolicyCapacity), string(power.PolicyJobs)}, "Who pays for idle power: capacity (a job pays its share of the node's CPUs/memory; idle stays unattributed) or jobs (all measured energy is split among running jobs).")
-	flagval.Float(fs, &o.Factor, "power.emissions.factor", 0, 0, "Static grid emission factor in gCO2e/kWh (0: none).")
-	flagval.String(fs, &o.Country, "power.emissions.country", "", "ISO 3166 alpha-2 or alpha-3 country code for the embedded yearly factor (Our World in Data, latest year per country; docs/energy.md); empty: none.", checkCountry)
-	flagval.Enum(fs, &o.Provider, "power.emissions.provider", "", []string{"", "electricitymaps", "rte"}, "Live factor provider: electricitymaps (token in $"+power.ElectricityMapsTokenEnv+") or rte (France, eCO2mix); empty: none.")
-	flagval.String(fs, &o.Zone, "power.emissions.zone", "", "Electricity Maps zone, e.g. FR or US-CAL-CISO (default: --power.emissions.country).", checkZone)
-	flagval.String(fs, &o.ProviderURL, "power.emissions.url", "", "Base URL of the live provider, http:// or https:// (default: its public API; set it for a proxy).", flagval.Optional(flagval.HTTPURL))
-	flagval.Duration(fs, &o.Refresh, "power.emissions.refresh", 15*time.Minute, 1, "Ask the live provider at most once per interval.")
-	flagval.Duration(fs, &o.Timeout, "power.emissions.timeout", 10*time.Second, 1, "Timeout of one live provider request.")
+	o := &Options{}
+	fs.BoolVar(&o.RAPL, "collector.power.rapl", true, "Read RAPL energy counters from powercap sysfs.")
+	flagval.Duration(fs, &o.RAPLInterval, "collector.power.rapl-interval", time.Minute, 0, "Also read RAPL counters in the background this often, so a long scrape gap cannot hide a second wrap of energy_uj (0: only at scrapes).")
+	flagval.Enum(fs, &o.IPMIMode, "collector.power.ipmi", IPMIAuto, []string{IPMIAuto, IPMIInBand, IPMICommand, IPMIOff}, "How to read the BMC's DCMI power: auto (in-band through the IPMI device when it opens, else --collector.power.ipmi-command if set), inband, command or off.")
+	flagval.String(fs, &o.IPMIDevice, "collector.power.ipmi-device", "", "IPMI device for in-band reads (default: the first of "+strings.Join(power.DefaultIPMIDevices, ", ")+" that opens); a given one must exist.", flagval.Optional(flagval.Exists))
+	flagval.String(fs, &o.IPMICommand, "collector.power.ipmi-command", "", "Command printing the output of freeipmi's ipmi-dcmi --get-system-power-statistics, split on spaces and run without a shell (e.g. \"/usr/sbin/ipmi-dcmi --get-system-power-statistics\"); the fallback of --collector.power.ipmi=auto when no IPMI device opens. Its program must exist.", flagval.Optional(flagval.Command))
+	flagval.Duration(fs, &o.IPMIInterval, "collector.power.ipmi-interval", 30*time.Second, 1, "Ask the BMC at most once per interval (BMCs are slow); scrapes in between get the cached reading.")
+	flagval.Duration(fs, &o.IPMITimeout, "collector.power.ipmi-timeout", 10*time.Second, 1, "Give up on one BMC reading after this long (the command is killed with its whole process group).")
+	fs.BoolVar(&o.PerJob, "collector.power.per-job", true, "Export per-job energy counters (slurm_job_energy_joules_total).")
+	flagval.Enum(fs, &o.IdlePolicy, "collector.power.idle-policy", string(power.PolicyCapacity), []string{string(power.PolicyCapacity), string(power.PolicyJobs)}, "Who pays for idle power: capacity (a job pays its share of the node's CPUs/memory; idle stays unattributed) or jobs (all measured energy is split among running jobs).")
+	flagval.Float(fs, &o.Factor, "collector.power.emissions.factor", 0, 0, "Static grid emission factor in gCO2e/kWh (0: none).")
+	flagval.String(fs, &o.Country, "collector.power.emissions.country", "", "ISO 3166 alpha-2 or alpha-3 country code for the embedded yearly factor (Our World in Data, latest year per country; docs/energy.md); empty: none.", checkCountry)
+	flagval.Enum(fs, &o.Provider, "collector.power.emissions.provider", "", []string{"", "electricitymaps", "rte"}, "Live factor provider: electricitymaps (token in $"+power.ElectricityMapsTokenEnv+") or rte (France, eCO2mix); empty: none.")
+	flagval.String(fs, &o.Zone, "collector.power.emissions.zone", "", "Electricity Maps zone, e.g. FR or US-CAL-CISO (default: --collector.power.emissions.country).", checkZone)
+	flagval.String(fs, &o.ProviderURL, "collector.power.emissions.url", "", "Base URL of the live provider, http:// or https:// (default: its public API; set it for a proxy).", flagval.Optional(flagval.HTTPURL))
+	flagval.Duration(fs, &o.Refresh, "collector.power.emissions.refresh", 15*time.Minute, 1, "Ask the live provider at most once per interval.")
+	flagval.Duration(fs, &o.Timeout, "collector.power.emissions.timeout", 10*time.Second, 1, "Timeout of one live provider request.")
+	// The names before the collector.<name> namespace (issue 26), kept
+	// for one release; CHANGELOG.md lists them.
+	for _, n := range []string{"rapl", "rapl-interval", "ipmi", "ipmi-device", "ipmi-command", "ipmi-interval", "ipmi-timeout",
+		"per-job", "idle-policy", "emissions.factor", "emissions.country", "emissions.provider", "emissions.zone",
+		"emissions.url", "emissions.refresh", "emissions.timeout"} {
+		flagval.Alias(fs, "power."+n, "collector.power."+n)
+	}
 	return func(env *collector.Env) (collector.Collector, error) {
-		c, err := NewPowerCollector(env, *o)
+		c, err := New(env, *o)
 		if err != nil {
 			// Every option was checked as it was parsed; what is left is
 			// the environment (the Electricity Maps token), equally fixed
@@ -94,8 +102,8 @@ func checkZone(zone string) error {
 	return nil
 }
 
-// PowerOptions configure the power collector.
-type PowerOptions struct {
+// Options configure the power collector.
+type Options struct {
 	RAPL         bool
 	RAPLInterval time.Duration
 	// IPMIMode is auto, inband, command or off; "" (options built in
@@ -124,7 +132,7 @@ type PowerOptions struct {
 
 type powerCollector struct {
 	env    *collector.Env
-	opts   PowerOptions
+	opts   Options
 	d      powerDescs
 	zones  []power.Zone
 	rapl   *poll.Poller[raplRead]
@@ -143,10 +151,10 @@ type powerCollector struct {
 // series; the source's answer then serves a later scrape.
 var slowShare = poll.Share{Fraction: 0.5}
 
-// NewPowerCollector builds the collector. RAPL zones are listed once here
+// New builds the collector. RAPL zones are listed once here
 // (they do not come and go); their absence is not an error, as long as
 // some meter or factor remains.
-func NewPowerCollector(env *collector.Env, o PowerOptions) (collector.Collector, error) {
+func New(env *collector.Env, o Options) (collector.Collector, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -183,27 +191,27 @@ func NewPowerCollector(env *collector.Env, o PowerOptions) (collector.Collector,
 		c.owid = &f
 	}
 	if o.Factor < 0 {
-		return nil, fmt.Errorf("--power.emissions.factor must not be negative")
+		return nil, fmt.Errorf("--collector.power.emissions.factor must not be negative")
 	}
 	switch o.Provider {
 	case "":
 	case "electricitymaps":
 		token := os.Getenv(power.ElectricityMapsTokenEnv)
 		if token == "" {
-			return nil, fmt.Errorf("--power.emissions.provider=electricitymaps needs a token in $%s", power.ElectricityMapsTokenEnv)
+			return nil, fmt.Errorf("--collector.power.emissions.provider=electricitymaps needs a token in $%s", power.ElectricityMapsTokenEnv)
 		}
 		zone := o.Zone
 		if zone == "" {
 			zone = o.Country
 		}
 		if zone == "" {
-			return nil, errors.New("--power.emissions.provider=electricitymaps needs --power.emissions.zone or --power.emissions.country")
+			return nil, errors.New("--collector.power.emissions.provider=electricitymaps needs --collector.power.emissions.zone or --collector.power.emissions.country")
 		}
 		c.live = c.livePoller(power.ElectricityMaps(o.HTTPClient, orDefault(o.ProviderURL, power.ElectricityMapsURL), zone, token))
 	case "rte":
 		c.live = c.livePoller(power.RTE(o.HTTPClient, orDefault(o.ProviderURL, power.RTEURL)))
 	default:
-		return nil, fmt.Errorf("unknown --power.emissions.provider %q (want electricitymaps or rte)", o.Provider)
+		return nil, fmt.Errorf("unknown --collector.power.emissions.provider %q (want electricitymaps or rte)", o.Provider)
 	}
 	c.cpus = onlineCPUs(sysfs)
 	c.memory = memTotal(procfs)

@@ -84,7 +84,7 @@ func powerJobs(root string) []*discovery.Job {
 // scrape1, with IPMI answered by `cat` of a saved ipmi-dcmi output (run
 // like the real tool: exec, no shell), and a fake GPU source for the
 // scrapes.
-func powerFixture(t *testing.T, o PowerOptions) (collector.Collector, string, *time.Time, collector.GPUSource) {
+func powerFixture(t *testing.T, o Options) (collector.Collector, string, *time.Time, collector.GPUSource) {
 	t.Helper()
 	root := t.TempDir()
 	testutil.CopyTree(t, "../../testdata/power/node/scrape1", root)
@@ -99,7 +99,7 @@ func powerFixture(t *testing.T, o PowerOptions) (collector.Collector, string, *t
 	}
 	o.Refresh, o.Timeout = 15*time.Minute, 10*time.Second
 	o.Now = func() time.Time { return now }
-	c, err := NewPowerCollector(env, o)
+	c, err := New(env, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func powerFixture(t *testing.T, o PowerOptions) (collector.Collector, string, *t
 func TestPowerGolden(t *testing.T) {
 	for _, policy := range []string{"capacity", "jobs"} {
 		t.Run(policy, func(t *testing.T) {
-			c, root, now, gpus := powerFixture(t, PowerOptions{IdlePolicy: policy, Factor: 56, Country: "DE"})
+			c, root, now, gpus := powerFixture(t, Options{IdlePolicy: policy, Factor: 56, Country: "DE"})
 			jobs := powerJobs(root)
 			problems := collector.NewProblems(nil)
 			var err error
@@ -150,7 +150,7 @@ func TestPowerGolden(t *testing.T) {
 // measured.
 func TestPowerSumNeverExceedsNode(t *testing.T) {
 	for _, policy := range []string{"capacity", "jobs"} {
-		c, root, now, gpus := powerFixture(t, PowerOptions{IdlePolicy: policy})
+		c, root, now, gpus := powerFixture(t, Options{IdlePolicy: policy})
 		jobs := powerJobs(root)
 		collectAll(t, c, jobs, gpus)
 		testutil.CopyTree(t, "../../testdata/power/node/scrape2", root)
@@ -217,7 +217,7 @@ func collectAll(t *testing.T, c collector.Collector, jobs []*discovery.Job, gpus
 // the emission factor is still there.
 func TestPowerNoHardware(t *testing.T) {
 	env := &collector.Env{SysFS: t.TempDir(), ProcFS: t.TempDir()}
-	c, err := NewPowerCollector(env, PowerOptions{RAPL: true, PerJob: true, IdlePolicy: "capacity", Factor: 100})
+	c, err := New(env, Options{RAPL: true, PerJob: true, IdlePolicy: "capacity", Factor: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestPowerNoHardware(t *testing.T) {
 
 func TestPowerBadOptions(t *testing.T) {
 	env := &collector.Env{SysFS: t.TempDir(), ProcFS: t.TempDir()}
-	for name, o := range map[string]PowerOptions{
+	for name, o := range map[string]Options{
 		"policy":   {IdlePolicy: "free"},
 		"country":  {IdlePolicy: "capacity", Country: "XX"},
 		"provider": {IdlePolicy: "capacity", Provider: "wattsup"},
@@ -242,7 +242,7 @@ func TestPowerBadOptions(t *testing.T) {
 		"token":    {IdlePolicy: "capacity", Provider: "electricitymaps", Zone: "DE"},
 	} {
 		t.Setenv(power.ElectricityMapsTokenEnv, "")
-		if _, err := NewPowerCollector(env, o); err == nil {
+		if _, err := New(env, o); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
@@ -251,12 +251,12 @@ func TestPowerBadOptions(t *testing.T) {
 // TestPowerIPMIGarbage: a BMC tool printing garbage gives a counted
 // problem and no IPMI series; RAPL and the other series are unaffected.
 func TestPowerIPMIGarbage(t *testing.T) {
-	c, root, _, gpus := powerFixture(t, PowerOptions{})
+	c, root, _, gpus := powerFixture(t, Options{})
 	bad, _ := filepath.Abs("../../testdata/power/ipmi/garbage.txt")
 	pc := c.(*powerCollector)
 	opts := pc.opts
 	opts.IPMICommand = "cat " + bad
-	c, err := NewPowerCollector(pc.env, opts)
+	c, err := New(pc.env, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestPowerLiveFactor(t *testing.T) {
 		w.Write([]byte(`{"total_count": 1, "results": [{"date_heure": "2026-11-21T11:45:00+00:00", "taux_co2": 18}]}`))
 	}))
 	defer srv.Close()
-	c, root, now, gpus := powerFixture(t, PowerOptions{Factor: 400, Provider: "rte", ProviderURL: srv.URL, HTTPClient: srv.Client()})
+	c, root, now, gpus := powerFixture(t, Options{Factor: 400, Provider: "rte", ProviderURL: srv.URL, HTTPClient: srv.Client()})
 	jobs := powerJobs(root)
 	collectAll(t, c, jobs, gpus)
 	testutil.CopyTree(t, "../../testdata/power/node/scrape2", root)
@@ -320,7 +320,7 @@ func TestPowerLiveFactor(t *testing.T) {
 // the jobs keep their (zero) counters. Root reads any mode, so the file is
 // replaced by a directory, which fails for root too.
 func TestPowerRAPLRefused(t *testing.T) {
-	c, root, _, _ := powerFixture(t, PowerOptions{})
+	c, root, _, _ := powerFixture(t, Options{})
 	pc := c.(*powerCollector)
 	opts := pc.opts
 	opts.IPMICommand = ""
@@ -334,7 +334,7 @@ func TestPowerRAPLRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c, err := NewPowerCollector(pc.env, opts)
+	c, err := New(pc.env, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

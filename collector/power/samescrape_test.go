@@ -49,7 +49,7 @@ func TestGPUEnergySameScrape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPowerCollector(env, PowerOptions{PerJob: true, IdlePolicy: "capacity", Now: func() time.Time { return now }})
+	p, err := New(env, Options{PerJob: true, IdlePolicy: "capacity", Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,10 +24,10 @@ type raplRead struct {
 
 // newRAPLPoller lists the zones (once: they do not come and go; none means
 // no RAPL series) and reads them at every scrape, one read for overlapping
-// scrapes, and in the background every --power.rapl-interval: energy_uj
+// scrapes, and in the background every --collector.power.rapl-interval: energy_uj
 // wraps every few minutes at full load (262 kJ at 400 W: 11 min), and two
 // wraps between reads would go unseen.
-func newRAPLPoller(sysfs string, o PowerOptions) (*poll.Poller[raplRead], []power.Zone) {
+func newRAPLPoller(sysfs string, o Options) (*poll.Poller[raplRead], []power.Zone) {
 	r := power.NewRAPL(sysfs)
 	zones, _ := r.Zones()
 	if len(zones) == 0 {

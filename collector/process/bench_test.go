@@ -89,13 +89,13 @@ func BenchmarkProcessScrape(b *testing.B) {
 func benchProcOptions(b *testing.B, procRoot string, list []*discovery.Job, mount string) {
 	for _, bc := range []struct {
 		name string
-		opts ProcessOptions
+		opts Options
 	}{
-		{"process-files", ProcessOptions{TopN: 5, IO: ProcessIOOff}},
-		{"defaults", ProcessOptions{TopN: 5, IO: ProcessIOOn}}, // IO on as when no ebpf collector runs
-		{"defaults+fs", ProcessOptions{TopN: 5, IO: ProcessIOOn, Mounts: []string{mount, "/home"}}},
-		{"threads", ProcessOptions{TopN: 5, IO: ProcessIOOn, Threads: true}},
-		{"threads+fs", ProcessOptions{TopN: 5, IO: ProcessIOOn, Threads: true, Mounts: []string{mount, "/home"}}},
+		{"process-files", Options{TopN: 5, IO: IOOff}},
+		{"defaults", Options{TopN: 5, IO: IOOn}}, // IO on as when no ebpf collector runs
+		{"defaults+fs", Options{TopN: 5, IO: IOOn, Mounts: []string{mount, "/home"}}},
+		{"threads", Options{TopN: 5, IO: IOOn, Threads: true}},
+		{"threads+fs", Options{TopN: 5, IO: IOOn, Threads: true, Mounts: []string{mount, "/home"}}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			c := newFixtureProcCollector(b, procRoot, bc.opts)

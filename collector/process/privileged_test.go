@@ -231,8 +231,8 @@ func TestProcessPrivileged(t *testing.T) {
 		t.Fatalf("discovery did not find job %s", id)
 		return nil
 	}
-	c, err := NewProcessCollector(&collector.Env{ProcFS: "/proc"},
-		ProcessOptions{Mounts: []string{mnt}, TopN: 5, Threads: true, IO: ProcessIOOn, Level: collector.LevelFull})
+	c, err := New(&collector.Env{ProcFS: "/proc"},
+		Options{Mounts: []string{mnt}, TopN: 5, Threads: true, IO: IOOn, Level: collector.LevelFull})
 	if err != nil {
 		t.Fatal(err)
 	}

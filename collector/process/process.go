@@ -23,13 +23,13 @@ const procUserHZ = 100
 
 // IO modes of the /proc/<pid>/io fallback.
 const (
-	ProcessIOAuto = "auto" // on unless the ebpf collector is loaded
-	ProcessIOOn   = "on"
-	ProcessIOOff  = "off"
+	IOAuto = "auto" // on unless the ebpf collector is loaded
+	IOOn   = "on"
+	IOOff  = "off"
 )
 
-// ProcessOptions configure the process collector.
-type ProcessOptions struct {
+// Options configure the process collector.
+type Options struct {
 	// Mounts are mount points whose open files are counted per job.
 	Mounts []string
 	// TopN is how many executables per job get their own CPU series.
@@ -37,7 +37,7 @@ type ProcessOptions struct {
 	// Threads reads every thread's stat and status (thread states, context
 	// switches); without it only /proc/<pid> files are read.
 	Threads bool
-	// IO is ProcessIOAuto, ProcessIOOn or ProcessIOOff.
+	// IO is IOAuto, IOOn or IOOff.
 	IO string
 	// EBPFLoaded says that the ebpf programs count IO (auto mode then
 	// leaves it to them); the factory sets it from Env.BPF.
@@ -57,7 +57,7 @@ func Factory() collector.Factory {
 		NeedsJobs: true,
 		Descs:     func() []*collector.Desc { return collector.DescsOf(newProcDescs()) },
 		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
-			o := &ProcessOptions{}
+			o := &Options{}
 			fs.StringSliceVar(&o.Mounts, "collector.process.fs", nil,
 				"Mount points (comma-separated) whose open files are counted per job, e.g. /scratch,/home; each must exist.")
 			// A mount point that does not exist is a typo that would count
@@ -72,20 +72,20 @@ func Factory() collector.Factory {
 				"Executables per job with their own CPU series; the rest is summed as exe=\"other\".")
 			fs.BoolVar(&o.Threads, "collector.process.threads", false,
 				"Also read every thread's stat and status: threads by state and context switches (several times the cost of the per-process files).")
-			flagval.Enum(fs, &o.IO, "collector.process.io", ProcessIOAuto, []string{ProcessIOAuto, ProcessIOOn, ProcessIOOff},
+			flagval.Enum(fs, &o.IO, "collector.process.io", IOAuto, []string{IOAuto, IOOn, IOOff},
 				"Per-job IO from /proc/<pid>/io: auto (only while the ebpf collector is not loaded), on or off.")
 			return func(env *collector.Env) (collector.Collector, error) {
 				o := *o
 				o.EBPFLoaded = env.BPF != nil
 				o.Level = env.Level
-				return NewProcessCollector(env, o)
+				return New(env, o)
 			}
 		},
 	}
 }
 
 type processCollector struct {
-	opts   ProcessOptions
+	opts   Options
 	env    *collector.Env
 	reader procReader
 
@@ -96,15 +96,15 @@ type processCollector struct {
 	pool *collector.JobPool
 }
 
-// NewProcessCollector builds the process collector over env.ProcFS.
-func NewProcessCollector(env *collector.Env, o ProcessOptions) (collector.Collector, error) {
+// New builds the process collector over env.ProcFS.
+func New(env *collector.Env, o Options) (collector.Collector, error) {
 	if o.TopN < 0 {
 		return nil, fmt.Errorf("--collector.process.top-n must not be negative, got %d", o.TopN)
 	}
 	switch o.IO {
 	case "":
-		o.IO = ProcessIOAuto
-	case ProcessIOAuto, ProcessIOOn, ProcessIOOff:
+		o.IO = IOAuto
+	case IOAuto, IOOn, IOOff:
 	default:
 		return nil, fmt.Errorf("--collector.process.io must be auto, on or off, got %q", o.IO)
 	}
@@ -131,13 +131,15 @@ func NewProcessCollector(env *collector.Env, o ProcessOptions) (collector.Collec
 	} else if !st.IsDir() {
 		return nil, fmt.Errorf("procfs at %s: not a directory", root)
 	}
+	d := newProcDescs()
 	return &processCollector{
-		opts:   o,
-		env:    env,
-		reader: procReader{root: root, mounts: mounts, threads: o.Threads, exe: o.Level == collector.LevelFull, statFDs: isProcfs(root)},
+		opts: o,
+		env:  env,
+		// /proc/<pid>/exe is read only where CPU by executable is sent.
+		reader: procReader{root: root, mounts: mounts, threads: o.Threads, exe: o.Level.Emits(d.cpu), statFDs: isProcfs(root)},
 		jobs:   collector.NewState(newProcJobAcct),
 		pool:   collector.NewJobPool(procReadWorkers),
-		d:      newProcDescs(),
+		d:      d,
 	}, nil
 }
 
@@ -170,9 +172,9 @@ func newProcDescs() procDescs {
 // ioOn decides whether to read the IO fallback.
 func (c *processCollector) ioOn() bool {
 	switch c.opts.IO {
-	case ProcessIOOn:
+	case IOOn:
 		return true
-	case ProcessIOOff:
+	case IOOff:
 		return false
 	}
 	return !c.opts.EBPFLoaded
@@ -224,10 +226,10 @@ func (c *processCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Met
 const procReadWorkers = 4
 
 func (c *processCollector) emit(ch chan<- prometheus.Metric, series *collector.JobSeries, a *procJobAcct, js *procJobSample, withIO bool) {
-	gauge := func(d *collector.Desc, v float64, extra ...string) { ch <- series.Gauge(d, v, extra...) }
-	counter := func(d *collector.Desc, v float64, extra ...string) { ch <- series.Counter(d, v, extra...) }
-	full := c.opts.Level == collector.LevelFull
-	if full {
+	out := collector.NewOut(ch, c.opts.Level)
+	gauge := func(d *collector.Desc, v float64, extra ...string) { out.Gauge(series, d, v, extra...) }
+	counter := func(d *collector.Desc, v float64, extra ...string) { out.Counter(series, d, v, extra...) }
+	if out.Whole(c.d.processes) {
 		for i, n := range js.processes {
 			if i != procStateOther || n > 0 {
 				gauge(c.d.processes, float64(n), procStates[i])
@@ -253,7 +255,7 @@ func (c *processCollector) emit(ch chan<- prometheus.Metric, series *collector.J
 	for i, m := range c.reader.mounts {
 		gauge(c.d.files, float64(js.files[i]), m)
 	}
-	if full {
+	if out.Emits(c.d.cpu) { // its top-N bookkeeping only where it is sent
 		for _, v := range a.cpuSeries(nil) {
 			counter(c.d.cpu, float64(v.ticks)/procUserHZ, v.exe)
 		}
@@ -267,9 +269,7 @@ func (c *processCollector) emit(ch chan<- prometheus.Metric, series *collector.J
 		io := a.ioTotals()
 		counter(c.d.storageIO, float64(io[procIOReadBytes]), "read")
 		counter(c.d.storageIO, float64(io[procIOWriteBytes]), "write")
-		if full {
-			counter(c.d.syscallIO, float64(io[procIORChar]), "read")
-			counter(c.d.syscallIO, float64(io[procIOWChar]), "write")
-		}
+		counter(c.d.syscallIO, float64(io[procIORChar]), "read")
+		counter(c.d.syscallIO, float64(io[procIOWChar]), "write")
 	}
 }

@@ -55,9 +55,9 @@ func procFixtureJobs(t testing.TB, root string) func() []*discovery.Job {
 	}
 }
 
-func newFixtureProcCollector(t testing.TB, procRoot string, o ProcessOptions) *processCollector {
+func newFixtureProcCollector(t testing.TB, procRoot string, o Options) *processCollector {
 	t.Helper()
-	c, err := NewProcessCollector(&collector.Env{ProcFS: procRoot}, o)
+	c, err := New(&collector.Env{ProcFS: procRoot}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,10 +74,10 @@ func TestProcessGolden(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		opts ProcessOptions
+		opts Options
 	}{
-		{"metrics-full.golden", ProcessOptions{Mounts: []string{"/scratch", "/home/"}, TopN: 2, Threads: true, IO: ProcessIOOn, Level: collector.LevelFull}},
-		{"metrics-defaults.golden", ProcessOptions{TopN: 5, Threads: false, IO: ProcessIOAuto}},
+		{"metrics-full.golden", Options{Mounts: []string{"/scratch", "/home/"}, TopN: 2, Threads: true, IO: IOOn, Level: collector.LevelFull}},
+		{"metrics-defaults.golden", Options{TopN: 5, Threads: false, IO: IOAuto}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			problems := collector.NewProblems(nil)
@@ -183,10 +183,10 @@ func TestProcessIOFollowsEBPF(t *testing.T) {
 	if _, ok := procValues(t, c, jobs, "100")[ioKey]; ok {
 		t.Fatal("IO fallback still on while ebpf is loaded")
 	}
-	if _, err := NewProcessCollector(env, ProcessOptions{IO: "sometimes"}); err == nil {
+	if _, err := New(env, Options{IO: "sometimes"}); err == nil {
 		t.Fatal("bad --collector.process.io accepted")
 	}
-	if _, err := NewProcessCollector(env, ProcessOptions{Mounts: []string{"scratch"}}); err == nil {
+	if _, err := New(env, Options{Mounts: []string{"scratch"}}); err == nil {
 		t.Fatal("relative mount accepted")
 	}
 }
@@ -215,7 +215,7 @@ func TestProcessClassify(t *testing.T) {
 func TestProcessHiddenPIDs(t *testing.T) {
 	root := filepath.Join("..", "..", "testdata", "process")
 	problems := collector.NewProblems(nil)
-	c := newFixtureProcCollector(t, t.TempDir(), ProcessOptions{Threads: true, TopN: 1})
+	c := newFixtureProcCollector(t, t.TempDir(), Options{Threads: true, TopN: 1})
 	ch := make(chan prometheus.Metric, 1024)
 	if err := c.Collect(collectortest.Scrape(context.Background(), "process", procFixtureJobs(t, root)(), problems), ch); err != nil {
 		t.Fatal(err)
@@ -248,7 +248,7 @@ func TestProcessUnderMount(t *testing.T) {
 // scrapes without it, it is dropped. A passed deadline stops the scrape.
 func TestProcessJobLifecycle(t *testing.T) {
 	root := filepath.Join("..", "..", "testdata", "process")
-	c := newFixtureProcCollector(t, filepath.Join(root, "proc"), ProcessOptions{TopN: 1})
+	c := newFixtureProcCollector(t, filepath.Join(root, "proc"), Options{TopN: 1})
 	all := procFixtureJobs(t, root)()
 	only100 := func() []*discovery.Job { return all[:1] }
 	collect := func(jobs func() []*discovery.Job) {
@@ -304,7 +304,7 @@ func FuzzProcessReadProc(f *testing.F) {
 				}
 			}
 		}
-		c := newFixtureProcCollector(t, root, ProcessOptions{Threads: true, IO: ProcessIOOn, TopN: 2, Mounts: []string{"/scratch"}})
+		c := newFixtureProcCollector(t, root, Options{Threads: true, IO: IOOn, TopN: 2, Mounts: []string{"/scratch"}})
 		var js procJobSample
 		var ri procReadIssues
 		c.reader.readJob([]int{42}, &js, true, &ri)
@@ -343,7 +343,7 @@ func TestProcessFlags(t *testing.T) {
 // servers); the accounting is updated by one at a time (run with -race).
 func TestProcessConcurrentScrapes(t *testing.T) {
 	root := filepath.Join("..", "..", "testdata", "process")
-	c := newFixtureProcCollector(t, filepath.Join(root, "proc"), ProcessOptions{TopN: 2, Threads: true, IO: ProcessIOOn})
+	c := newFixtureProcCollector(t, filepath.Join(root, "proc"), Options{TopN: 2, Threads: true, IO: IOOn})
 	jobs := procFixtureJobs(t, root)()
 	done := make(chan error)
 	for g := 0; g < 4; g++ {
@@ -365,7 +365,7 @@ func TestProcessConcurrentScrapes(t *testing.T) {
 
 // The same mount given twice ("/scratch", "/scratch/") is one series.
 func TestProcessMountsDeduplicated(t *testing.T) {
-	c, err := NewProcessCollector(&collector.Env{ProcFS: t.TempDir()}, ProcessOptions{TopN: 5, Mounts: []string{"/scratch", "/scratch/", "/home"}})
+	c, err := New(&collector.Env{ProcFS: t.TempDir()}, Options{TopN: 5, Mounts: []string{"/scratch", "/scratch/", "/home"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,8 +88,8 @@ func TestSymlinksNotFollowed(t *testing.T) {
 
 	var logged bytes.Buffer
 	problems := collector.NewProblems(slog.New(slog.NewTextHandler(&logged, nil)))
-	c := newFixtureProcCollector(t, proc, ProcessOptions{
-		Mounts: []string{"/scratch"}, TopN: 10, Threads: true, IO: ProcessIOOn, Level: collector.LevelFull,
+	c := newFixtureProcCollector(t, proc, Options{
+		Mounts: []string{"/scratch"}, TopN: 10, Threads: true, IO: IOOn, Level: collector.LevelFull,
 	})
 	jobs := procFixtureJobs(t, root)
 	got100 := procValuesWith(t, c, jobs, "100", problems)
@@ -201,7 +201,7 @@ func TestFIFONotWaitedFor(t *testing.T) {
 	writeProcFakeJob(t, filepath.Join(root, "cgroup"), filepath.Join(root, "props"), "100", "alice", "phys",
 		map[string][]int{"step_0": {1000}})
 	problems := collector.NewProblems(nil)
-	c := newFixtureProcCollector(t, proc, ProcessOptions{TopN: 5, IO: ProcessIOOn, Level: collector.LevelFull})
+	c := newFixtureProcCollector(t, proc, Options{TopN: 5, IO: IOOn, Level: collector.LevelFull})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	ch := make(chan prometheus.Metric, 1024)

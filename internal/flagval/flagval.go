@@ -148,3 +148,43 @@ func (c *checked) Set(s string) error {
 	}
 	return c.Value.Set(s)
 }
+
+// AliasAnnotation is the pflag annotation Alias puts on a deprecated name:
+// the flag it stands for, so that a check of flag names (a collector's
+// namespace) can tell an old name kept for one release from a new flag.
+const AliasAnnotation = "jobscope.alias-of"
+
+// Alias registers old as a deprecated name of the flag newName, for the
+// release after a rename: a value given under old is checked and stored by
+// newName's own value, and newName counts as given (fs.Changed), so every
+// use of old behaves as newName did. pflag prints one line to the flag
+// set's output at each use of old; --help and the man page leave it out.
+func Alias(fs *pflag.FlagSet, old, newName string) {
+	target := fs.Lookup(newName)
+	if target == nil {
+		panic("flagval.Alias: no flag --" + newName) // a programming error, met by every test
+	}
+	fs.Var(&alias{target: target}, old, "Deprecated: use --"+newName+".")
+	f := fs.Lookup(old)
+	f.NoOptDefVal = target.NoOptDefVal // --old alone, as --new alone (bools)
+	f.DefValue = target.DefValue
+	_ = fs.SetAnnotation(old, AliasAnnotation, []string{newName})
+	_ = fs.MarkDeprecated(old, "use --"+newName+" instead (the old name goes in the next release)")
+}
+
+// alias is the value of a deprecated name: it writes through to the flag
+// it stands for.
+type alias struct{ target *pflag.Flag }
+
+func (a *alias) Set(s string) error {
+	if err := a.target.Value.Set(s); err != nil {
+		return err
+	}
+	// Code that asks whether the new name was given (a default that
+	// depends on it) must see the old name's use as the same.
+	a.target.Changed = true
+	return nil
+}
+
+func (a *alias) String() string { return a.target.Value.String() }
+func (a *alias) Type() string   { return a.target.Value.Type() }

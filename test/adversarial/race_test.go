@@ -20,7 +20,7 @@ func demoArgs(t *testing.T) []string {
 	}
 	return []string{"--path.cgroupfs=" + td + "/demo/cgroup", "--path.procfs=" + td + "/demo/proc", "--path.sysfs=" + td + "/demo/sys",
 		"--slurm.job-props-dir=" + td + "/demo/props", "--slurm.node-metadata.squeue=false", "--collector.ebpf=false",
-		"--power.ipmi=command", "--power.ipmi-command=cat " + td + "/power/ipmi/good.txt", "--power.emissions.country=FR",
+		"--collector.power.ipmi=command", "--collector.power.ipmi-command=cat " + td + "/power/ipmi/good.txt", "--collector.power.emissions.country=FR",
 		"--gpu.backend=fake", "--gpu.fake-file=" + td + "/gpu/demo.json", "--gpu.job-mapping-dir=" + td + "/gpu/demo-mapping"}
 }
 

@@ -42,7 +42,7 @@ func TestSIGTERMDuringSlowScrape(t *testing.T) {
 		t.Cleanup(func() { os.RemoveAll(pin) })
 		args = append(args, "--collector.ebpf=true", "--bpf.pin-path="+pin)
 	}
-	args = append(args, "--collector.power=true", "--power.rapl=false", "--power.ipmi=command", "--power.ipmi-command=/bin/sleep 30")
+	args = append(args, "--collector.power=true", "--collector.power.rapl=false", "--collector.power.ipmi=command", "--collector.power.ipmi-command=/bin/sleep 30")
 	m := marker(t)
 	n := start(t, []string{m}, args...)
 	scraped := make(chan time.Duration, 1)

@@ -16,7 +16,7 @@ PORT_TXT=19821
 ctl_text_start() {
 	has_collector slurm_node || return 0
 	curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$PORT_TXT/" && die "port $PORT_TXT on 127.0.0.1 is taken by another program"
-	setsid "$BIN" --mode=controller --slurm.format=text --slurm.poll-interval=1s --slurm.sacct.since=1h \
+	setsid "$BIN" --mode=controller --slurm.format=text --slurm.poll-interval=1s --collector.slurm_sacct.since=1h \
 		--web.listen-address=127.0.0.1:$PORT_TXT >"$WORK/log/jobscope-ctltext.log" 2>&1 </dev/null &
 	echo $! >"$WORK/run/jobscope-ctltext.pid"
 	need 30 "jobscope controller (text) /metrics" curl -fsS -o /dev/null "http://127.0.0.1:$PORT_TXT/metrics"
@@ -211,7 +211,7 @@ ctl_depth() {
 	check_ge "slurmdbd: sacct runs over $((t1 - t0))s (1s poll)" "$(((t1 - t0) / 2 - 1))" "$((r1 - r0))"
 	log "slurmdbd: $((d1 - d0)) sacct queries in $((t1 - t0)) s, $(awk -v a="$n0" -v b="$n1" 'BEGIN{print b-a}') records returned to the JSON instance; window $(mnum "$C" jobscope_slurm_sacct_window_seconds) s"
 	check_close "sacct window: time since the last query + 2m overlap (s)" 121 "$(mnum "$C" jobscope_slurm_sacct_window_seconds)" 0 2
-	check_eq "sacct: caught up with --slurm.sacct.since" 0 "$(mnum "$C" jobscope_slurm_sacct_behind_seconds)"
+	check_eq "sacct: caught up with --collector.slurm_sacct.since" 0 "$(mnum "$C" jobscope_slurm_sacct_behind_seconds)"
 
 	# Back to normal for the checks that follow: no job of ours left.
 	scancel "$J_AD" "$J_NOMEM" 2>/dev/null

@@ -373,7 +373,7 @@ start_jobscope() {
 	CTL_COLLECTORS=$(mode_collectors controller | paste -sd' ' -)
 	if [ -n "$CTL_COLLECTORS" ]; then
 		args=()
-		has_collector slurm_sacct && args+=(--collector.slurm_sacct --slurm.sacct.since=1h)
+		has_collector slurm_sacct && args+=(--collector.slurm_sacct --collector.slurm_sacct.since=1h)
 		has_flag slurm.poll-interval && args+=(--slurm.poll-interval=1s)
 		log "jobscope controller: ${args[*]}"
 		setsid "$BIN" --mode=controller --web.listen-address=127.0.0.1:$PORT_CTL "${args[@]}" \

@@ -29,7 +29,7 @@ unit_execstart() {
 # where slurmdbd runs, the sacct collector.
 install_controller_unit() {
 	local extra="--slurm.poll-interval=5s"
-	[ "$DBD" = yes ] && extra+=" --collector.slurm_sacct --slurm.sacct.since=1h"
+	[ "$DBD" = yes ] && extra+=" --collector.slurm_sacct --collector.slurm_sacct.since=1h"
 	install -m 0644 "$SRC/contrib/systemd/jobscope-controller.service" "$UNIT_DIR/"
 	mkdir -p "$UNIT_DIR/jobscope-controller.service.d"
 	printf '[Service]\nExecStart=\nExecStart=%s %s\n' "$(unit_execstart "$SRC/contrib/systemd/jobscope-controller.service")" "$extra" \
