@@ -40,9 +40,18 @@ func runReport(args []string, stderr io.Writer) int {
 // /usr/bin, a checkout's bin/), so the report comes from the same build;
 // then in search, a PATH list.
 func findReport(self, search string) (string, error) {
+	// The daemon itself, installed under the report's name (as the e2e test
+	// once did), would exec itself for ever: it is never the report.
+	selfInfo, _ := os.Stat(self)
+	isReport := func(p string) bool {
+		fi, err := os.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+			return false
+		}
+		return selfInfo == nil || !os.SameFile(fi, selfInfo)
+	}
 	if self != "" {
-		next := filepath.Join(filepath.Dir(self), reportBinary)
-		if executable(next) {
+		if next := filepath.Join(filepath.Dir(self), reportBinary); isReport(next) {
 			return next, nil
 		}
 	}
@@ -52,17 +61,12 @@ func findReport(self, search string) (string, error) {
 			// user's job may own: not where the report comes from.
 			continue
 		}
-		if p := filepath.Join(dir, reportBinary); executable(p) {
+		if p := filepath.Join(dir, reportBinary); isReport(p) {
 			return p, nil
 		}
 	}
 	return "", errors.New(reportBinary + " is not installed (not next to " + displaySelf(self) +
 		" nor in PATH): install the jobscope or jobscope-static package (both hold /usr/bin/jobscope-report), or make build")
-}
-
-func executable(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
 // displaySelf names the daemon's executable for the error line; a copy of

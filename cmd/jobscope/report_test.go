@@ -92,4 +92,16 @@ func TestFindReport(t *testing.T) {
 	if got, _ := findReport(filepath.Join(self, "jobscope"), other); got != filepath.Join(other, reportBinary) {
 		t.Errorf("a non-executable file next to jobscope was taken: %q", got)
 	}
+	// jobscope itself under the report's name (a copy's hard link, or
+	// jobscope-report being jobscope) would exec itself for ever.
+	if got, err := findReport(filepath.Join(other, reportBinary), other); err == nil {
+		t.Errorf("jobscope named jobscope-report found itself: %q", got)
+	}
+	if err := os.Link(filepath.Join(other, reportBinary), filepath.Join(self, "jobscope")); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Remove(next)
+	if got, err := findReport(filepath.Join(self, "jobscope"), other); err == nil {
+		t.Errorf("a hard link of jobscope in PATH was taken for the report: %q", got)
+	}
 }
