@@ -55,7 +55,7 @@ func subcommands() []subcommand {
 		// The users' side: a job's efficiency report from Prometheus. It
 		// is the jobscope-report binary (the daemon links none of its
 		// charts); the word stays so users, epilogs and docs keep it.
-		{name: "report", args: "JOBID...", help: "a job's efficiency report from Prometheus (runs jobscope-report)",
+		{name: "report", args: "JOBID...", help: "a job's efficiency report from Prometheus",
 			main: func(args []string) int { return runReport(args, os.Stderr) }},
 		// The receiver of Alertmanager's webhook: mails a running job's
 		// owner (as Slurm names them) and, where enabled, acts on the job.
