@@ -23,6 +23,8 @@ DEMO_ADDR ?= 127.0.0.1:10817
 # Where the demo's live copy of testdata/demo goes (test/demo/livenode).
 DEMO_ROOT ?= build/demo
 BIN       := bin/jobscope
+# The report's own binary: `jobscope report` runs the one next to $(BIN).
+REPORT_BIN := bin/jobscope-report
 # Pinned; go run fetches it through the module proxy like any dependency
 # (the first run builds it, later ones use the build cache).
 GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
@@ -42,12 +44,14 @@ help: ## list every target, one line each
 	@awk '/^[a-zA-Z0-9_ -]+:.*## / { split($$0, r, ":.*## "); n = split(r[1], t, " "); \
 		for (i = 1; i <= n; i++) printf "  %-18s %s\n", t[i], r[2] }' $(firstword $(MAKEFILE_LIST))
 
-build: ## bin/jobscope (cgo, with GPU support)
+build: ## bin/jobscope (cgo, with GPU support) and bin/jobscope-report
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/jobscope
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(REPORT_BIN) ./cmd/jobscope-report
 
-# A static binary without cgo (and so without GPU support).
-build-static: ## bin/jobscope-static: no cgo, no GPU support
+# Static binaries without cgo (and so without GPU support).
+build-static: ## bin/jobscope-static (no cgo, no GPU support) and bin/jobscope-report-static
 	CGO_ENABLED=0 $(GO) build -tags nogpu -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)-static ./cmd/jobscope
+	CGO_ENABLED=0 $(GO) build -tags nogpu -trimpath -ldflags '$(LDFLAGS)' -o $(REPORT_BIN)-static ./cmd/jobscope-report
 
 # The demo node is a live copy of testdata/demo in $(DEMO_ROOT), its counters
 # kept moving by test/demo/livenode (so per-job energy is attributed).

@@ -61,9 +61,11 @@ func TestMakeHelp(t *testing.T) {
 			t.Errorf("make help lists %s, which is not in .PHONY", l)
 		}
 	}
-	// The default goal is still the build.
+	// The default goal is still the build, of both binaries: `jobscope
+	// report` runs the jobscope-report next to jobscope.
 	dry, err := exec.Command("make", "-n", "-C", "..").Output()
-	if err != nil || !strings.Contains(string(dry), "go build") || !strings.Contains(string(dry), "-o bin/jobscope ") {
-		t.Errorf("make with no target does not build bin/jobscope: %v\n%s", err, dry)
+	if err != nil || !strings.Contains(string(dry), "go build") || !strings.Contains(string(dry), "-o bin/jobscope ") ||
+		!strings.Contains(string(dry), "-o bin/jobscope-report ./cmd/jobscope-report") {
+		t.Errorf("make with no target does not build bin/jobscope and bin/jobscope-report: %v\n%s", err, dry)
 	}
 }

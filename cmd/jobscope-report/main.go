@@ -7,13 +7,30 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/jobscope/jobscope/cmd/jobscope-report/report"
 )
 
+// Set at build time with -ldflags "-X main.version=...", as jobscope's.
+var version = "dev"
+
 func main() {
-	os.Exit(report.Main(os.Args[1:], os.Stdout, os.Stderr, isTerminal(os.Stdout)))
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	// The packages' jobscope-report(1), written from the flags this binary
+	// parses (hidden, like jobscope --help-man).
+	if len(args) == 1 && args[0] == "--help-man" {
+		if err := writeMan(os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
+	}
+	return report.Main(args, os.Stdout, os.Stderr, isTerminal(os.Stdout))
 }
 
 // isTerminal says whether the report goes to a person (colours, widths).

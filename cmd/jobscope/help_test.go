@@ -119,10 +119,6 @@ func TestUnknownFlagSuggests(t *testing.T) {
 			t.Errorf("%s: exit %d, stderr %q, want 2 and %q", args, code, stderr, want)
 		}
 	}
-	// The report keeps its own help.
-	if code, out, stderr := runBinaryOut(t, "report", "--help"); code != 0 || !strings.HasPrefix(out+stderr, "Usage: jobscope report") {
-		t.Errorf("report --help: exit %d\n%s%s", code, out, stderr)
-	}
 }
 
 func TestEditDistance(t *testing.T) {

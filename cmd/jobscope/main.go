@@ -18,7 +18,6 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/spf13/pflag"
 
-	"github.com/jobscope/jobscope/cmd/jobscope-report/report"
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/registry"
 	"github.com/jobscope/jobscope/internal/notify"
@@ -53,10 +52,11 @@ func newFlagSet() (*pflag.FlagSet, *options, *collector.Set) {
 // --help lists them.
 func subcommands() []subcommand {
 	return []subcommand{
-		// The users' side: a job's efficiency report from Prometheus, in
-		// the same binary the nodes already have.
+		// The users' side: a job's efficiency report from Prometheus. It
+		// is the jobscope-report binary (the daemon links none of its
+		// charts); the word stays so users, epilogs and docs keep it.
 		{name: "report", args: "JOBID...", help: "a job's efficiency report from Prometheus",
-			main: func(args []string) int { return report.Main(args, os.Stdout, os.Stderr, isTerminal(os.Stdout)) }},
+			main: func(args []string) int { return runReport(args, os.Stderr) }},
 		// The receiver of Alertmanager's webhook: mails a running job's
 		// owner (as Slurm names them) and, where enabled, acts on the job.
 		{name: "notify", args: "--config FILE", help: "mail job owners about Alertmanager's job alerts",

@@ -6,71 +6,29 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/pflag"
 
-	"github.com/jobscope/jobscope/cmd/jobscope-report/report"
+	"github.com/jobscope/jobscope/internal/manpage"
 )
 
 // writeMan writes jobscope(1) in roff from the flag set the binary parses,
-// so the packaged man page cannot drift from the flags.
+// so the packaged man page cannot drift from the flags. The report's options
+// are in jobscope-report(1), which that binary writes from its own flags:
+// listing them here would link the report into the daemon.
 func writeMan(w io.Writer, fs *pflag.FlagSet) error {
 	b := bufio.NewWriter(w)
-	fmt.Fprintf(b, ".TH JOBSCOPE 1 \"\" \"jobscope %s\" \"User Commands\"\n", roff(version))
+	fmt.Fprintf(b, ".TH JOBSCOPE 1 \"\" \"jobscope %s\" \"User Commands\"\n", manpage.Roff(version))
 	b.WriteString(manHead)
 	// The sections of --help, each sorted.
 	groups := groupedFlags(fs)
 	for _, g := range flagGroups() {
-		b.WriteString(".SS " + roffLine(g.title) + "\n")
-		writeManFlags(b, groups[g.name])
+		b.WriteString(".SS " + manpage.Line(g.title) + "\n")
+		manpage.WriteFlags(b, groups[g.name])
 	}
 	b.WriteString(manReport)
-	writeManFlags(b, report.FlagSet())
 	b.WriteString(manTail)
 	return b.Flush()
-}
-
-func writeManFlags(b *bufio.Writer, fs *pflag.FlagSet) {
-	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Hidden || f.Deprecated != "" { // as --help does
-			return
-		}
-		name, usage := pflag.UnquoteUsage(f)
-		b.WriteString(".TP\n\\fB\\-\\-" + roff(f.Name) + "\\fR")
-		if name != "" {
-			b.WriteString("=\\fI" + roff(name) + "\\fR")
-		}
-		b.WriteString("\n" + roffLine(usage) + "\n")
-		if def := f.DefValue; !zeroDefault(def) {
-			b.WriteString("Default: \\fB" + roff(def) + "\\fR.\n")
-		}
-	})
-}
-
-// zeroDefault mirrors what --help leaves out: defaults that say nothing.
-func zeroDefault(v string) bool {
-	switch v {
-	case "", "0", "0s", "[]", "false", "<nil>":
-		return true
-	}
-	return false
-}
-
-// roff escapes text for a man page: backslashes, and hyphens that are
-// minus signs in flag names and paths.
-func roff(s string) string {
-	return strings.NewReplacer(`\`, `\e`, "-", `\-`).Replace(s)
-}
-
-// roffLine escapes s and keeps a leading dot or quote from reading as a
-// request.
-func roffLine(s string) string {
-	s = roff(s)
-	if strings.HasPrefix(s, ".") || strings.HasPrefix(s, "'") {
-		s = `\&` + s
-	}
-	return s
 }
 
 const manHead = `.SH NAME
@@ -106,7 +64,12 @@ IO, network, energy; warnings with advice (thresholds in
 \fB\-\-account\fR or \fB\-\-partition\fR it sums jobs over a period from the
 jobscope\-usage recording rules. Exit status: 0 report written; 1 unknown job,
 no samples or Prometheus failing; 2 bad flags or configuration; 3 a job id used
-by several jobs. Its options:
+by several jobs; 127 jobscope\-report is not installed.
+.PP
+\fBjobscope report\fR runs the \fBjobscope\-report\fR binary (the one next
+to jobscope, else the first in \fBPATH\fR) with the same arguments; both
+packages install it. Its options are in
+.BR jobscope\-report (1).
 `
 
 const manTail = `.SH FILES
@@ -162,6 +125,7 @@ user; off until /etc/jobscope/report\-epilog.conf says ENABLE=yes.
 The ebpf collector's pinned maps, kept across restarts; a purge of the package
 removes them.
 .SH SEE ALSO
+.BR jobscope\-report (1),
 .BR slurm.conf (5),
 .BR bpftool (8)
 .PP

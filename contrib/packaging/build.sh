@@ -5,6 +5,9 @@
 #   jobscope         cgo, with GPU support (NVML, DCGM); needs the glibc of
 #                    the build machine or newer (the dependency says which)
 #   jobscope-static  no cgo, so no GPU support; runs on any glibc
+# each holding two binaries of the same build: /usr/bin/jobscope (the
+# exporter) and /usr/bin/jobscope-report (the report `jobscope report` runs;
+# the exporter links none of its charting code).
 # each as jobscope_<version>_<arch>.deb and jobscope-<version>.<rpm arch>.rpm.
 # nfpm comes from the Go module proxy (go run), pinned below. Cross-building
 # with cgo needs a C cross compiler (Debian: gcc-aarch64-linux-gnu).
@@ -72,19 +75,21 @@ for arch in "$@"; do
 		else
 			name=jobscope-static other=jobscope tags=nogpu cgo=0 cc=
 		fi
-		log "$name $VERSION $arch: go build"
-		CGO_ENABLED=$cgo GOOS=linux GOARCH=$arch CC=$cc $GO build -tags "$tags" -trimpath \
-			-ldflags "-s -w -X main.version=$VERSION -X main.revision=$REVISION" -o "$dir/jobscope" ./cmd/jobscope
+		for cmd in jobscope jobscope-report; do
+			log "$name $VERSION $arch: go build ./cmd/$cmd"
+			CGO_ENABLED=$cgo GOOS=linux GOARCH=$arch CC=$cc $GO build -tags "$tags" -trimpath \
+				-ldflags "-s -w -X main.version=$VERSION -X main.revision=$REVISION" -o "$dir/$cmd" ./cmd/$cmd
 
-		# The man page comes from the flags of this build; for another
-		# architecture, from the same build for this machine.
-		manbin=$dir/jobscope
-		if [ "$arch" != "$host" ]; then
-			manbin=$dir/jobscope-$host
-			CGO_ENABLED=$cgo $GO build -tags "$tags" -ldflags "-X main.version=$VERSION" -o "$manbin" ./cmd/jobscope
-		fi
-		"$manbin" --help-man | gzip -9n >"$dir/jobscope.1.gz"
-		[ "$manbin" = "$dir/jobscope" ] || rm -f "$manbin"
+			# Each man page comes from the flags of this build; for another
+			# architecture, from the same build for this machine.
+			manbin=$dir/$cmd
+			if [ "$arch" != "$host" ]; then
+				manbin=$dir/$cmd-$host
+				CGO_ENABLED=$cgo $GO build -tags "$tags" -ldflags "-X main.version=$VERSION" -o "$manbin" ./cmd/$cmd
+			fi
+			"$manbin" --help-man | gzip -9n >"$dir/$cmd.1.gz"
+			[ "$manbin" = "$dir/$cmd" ] || rm -f "$manbin"
+		done
 
 		# The copyright file (Debian's machine-readable format) and the
 		# licence texts: jobscope's, its eBPF programs', every module's.

@@ -31,8 +31,9 @@ Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: jobscope
 Upstream-Contact: https://github.com/jobscope/jobscope/issues
 Source: https://github.com/jobscope/jobscope
-Comment: jobscope $version (revision $revision). The binary holds jobscope's
- Go code, its eBPF programs, the data below, and the Go runtime and modules
+Comment: jobscope $version (revision $revision). The binaries (jobscope,
+ jobscope-report) hold jobscope's Go code, its eBPF programs (jobscope only),
+ the data below, and the Go runtime and modules
  listed as vendor/<module> (the layout of go mod vendor); their licence texts
  and NOTICE files are in $lic/<module>/.
 

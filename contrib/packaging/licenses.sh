@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Copies the licence texts of everything compiled into jobscope (the Go
-# modules `go list -deps` names for this GOOS/GOARCH/CGO_ENABLED and the
-# given tags, and Go's own runtime and standard library) into OUT/licenses/,
+# Copies the licence texts of everything compiled into jobscope and
+# jobscope-report (the Go modules `go list -deps` names for this
+# GOOS/GOARCH/CGO_ENABLED and the given tags, and Go's own runtime and standard library) into OUT/licenses/,
 # and prints one "module version licence" line per module.
 # It fails on a module without a licence file, or with a licence it does not
 # recognise as permissive: such a dependency needs a person's review first.
@@ -42,7 +42,7 @@ mkdir -p "$out/licenses/go"
 cp "$($GO env GOROOT)/LICENSE" "$out/licenses/go/LICENSE"
 echo "go $($GO env GOVERSION) $(classify "$out/licenses/go/LICENSE")"
 
-$GO list -deps -tags "$tags" -f '{{with .Module}}{{if .Version}}{{.Path}} {{.Version}} {{.Dir}}{{end}}{{end}}' ./cmd/jobscope |
+$GO list -deps -tags "$tags" -f '{{with .Module}}{{if .Version}}{{.Path}} {{.Version}} {{.Dir}}{{end}}{{end}}' ./cmd/jobscope ./cmd/jobscope-report |
 	sort -u | while read -r mod ver dir; do
 	kinds=()
 	for f in "$dir"/*; do

@@ -13,15 +13,20 @@
 
 REPORT_OUT=$WORK/report
 
-# report_cli ARGS...: jobscope report with the e2e's site configuration.
-report_cli() { "$WORK/jobscope-report" report --config="$WORK/etc/report.yml" --color=never "$@"; }
+# report_cli ARGS...: jobscope report with the e2e's site configuration,
+# as users type it (jobscope runs the jobscope-report next to it).
+report_cli() { "$WORK/bin/jobscope" report --config="$WORK/etc/report.yml" --color=never "$@"; }
 
 # jq_report FILE FILTER: a field of a saved JSON report ("absent" if null).
 jq_report() { jq -r "($2) | if . == null then \"absent\" else . end" "$1" 2>/dev/null || echo "unreadable"; }
 
 report_setup() {
 	install -d -m 0755 "$REPORT_OUT"
-	install -m 0755 "$BIN" "$WORK/jobscope-report" # readable by the job users, wherever the checkout is
+	# Readable by the job users, wherever the checkout is; side by side, as
+	# the packages install them.
+	install -d -m 0755 "$WORK/bin"
+	install -m 0755 "$BIN" "$WORK/bin/jobscope"
+	install -m 0755 "$REPORT_BIN" "$WORK/bin/jobscope-report"
 	# Utilisation warnings for jobs of 10 s and more: the e2e jobs are
 	# minutes long, a site's 5-minute default would silence them. The CPU
 	# lines sit lower than the defaults because this 2-core machine is
@@ -41,7 +46,7 @@ thresholds:
 EOF
 	cat >"$WORK/etc/report-epilog.conf" <<EOF
 ENABLE=yes
-BIN=$WORK/jobscope-report
+BIN=$WORK/bin/jobscope
 CONFIG=$WORK/etc/report.yml
 TIMEOUT=60
 LOG=$WORK/log/report-epilog.log
@@ -124,7 +129,7 @@ report_finished() {
 	for j in $R_BURN $R_SLEEP; do
 		wait_for 90 "epilog report $j" sh -c "grep -q '^Job $j' '$WORK/carol/jobscope-$j.txt'" ||
 			log "epilog report $j missing; epilog log: $(grep "^job $j:" "$WORK/log/report-epilog.log" 2>/dev/null | tr '\n' ' ')" \
-				"reports running: $(pgrep -af 'jobscope-report report' | tr '\n' ' ')"
+				"reports running: $(pgrep -af 'jobscope-report' | tr '\n' ' ')"
 		check_eq "report: epilog wrote $WORK/carol/jobscope-$j.txt as carol" "carol/Job $j" \
 			"$(stat -c %U "$WORK/carol/jobscope-$j.txt" 2>/dev/null)/$(head -1 "$WORK/carol/jobscope-$j.txt" 2>/dev/null | cut -d' ' -f1-2)"
 	done

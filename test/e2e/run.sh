@@ -12,12 +12,16 @@
 #
 # Settings (environment):
 #   JOBSCOPE_BIN        jobscope binary (default: bin/jobscope; `make e2e` builds it)
+#   JOBSCOPE_REPORT_BIN jobscope-report binary (default: the one next to JOBSCOPE_BIN)
 #   JOBSCOPE_E2E_DIR    work directory (default /tmp/jobscope-e2e)
 #   JOBSCOPE_E2E_KEEP=1 leave everything running after the assertions (debugging)
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=${JOBSCOPE_BIN:-$ROOT/bin/jobscope}
+# `jobscope report` runs the jobscope-report next to jobscope: the report
+# test installs both side by side, as the packages do.
+REPORT_BIN=${JOBSCOPE_REPORT_BIN:-$(dirname "$BIN")/jobscope-report}
 WORK=${JOBSCOPE_E2E_DIR:-/tmp/jobscope-e2e}
 NODE=$(hostname -s)
 CLUSTER=e2e
@@ -44,6 +48,7 @@ die() {
 # shellcheck source=test/e2e/notify.sh
 . "$ROOT/test/e2e/notify.sh"
 [ -x "$BIN" ] || die "$BIN not found: run make build (make e2e does)"
+[ -x "$REPORT_BIN" ] || die "$REPORT_BIN not found: run make build (make e2e does)"
 
 # Assertions (row, check_*, print_table), wait_for/need and the /metrics text
 # helpers (mval, mnum, mcount, mlabel, mlabels) are shared with test/vm/.

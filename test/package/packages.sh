@@ -38,8 +38,10 @@ for arch in "${ARCHES[@]}"; do
 		# The binary: its version line, its architecture, how it links.
 		bin=$x/deb/usr/bin/jobscope
 		check_eq "$id: jobscope --version" "$(version_line $variant "$arch")" "$(run_bin "$arch" "$bin" --version 2>&1)"
+		rbin=$x/deb/usr/bin/jobscope-report
 		if [ $variant = static ]; then
 			check_eq "$id: binary is static" "" "$(readelf -l "$bin" | grep -i interpreter)"
+			check_eq "$id: jobscope-report is static" "" "$(readelf -l "$rbin" | grep -i interpreter)"
 		else
 			glibc=$(readelf -W -V "$bin" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -1)
 			check_eq "$id deb: Depends covers the binary's glibc" "libc6 (>= $glibc)" "$(dpkg-deb -f "$deb" Depends)"
@@ -51,6 +53,11 @@ for arch in "${ARCHES[@]}"; do
 		# The man page is the one this binary writes from its flags.
 		check_same "$id: man page is jobscope --help-man" <(run_bin "$arch" "$bin" --help-man 2>&1) \
 			<(zcat "$x/deb/usr/share/man/man1/jobscope.1.gz")
+		check_same "$id: man page is jobscope-report --help-man" <(run_bin "$arch" "$rbin" --help-man 2>&1) \
+			<(zcat "$x/deb/usr/share/man/man1/jobscope-report.1.gz")
+		# The exporter, privileged on every node, links no chart code.
+		check_eq "$id: jobscope links no report module" "" \
+			"$($GO version -m "$bin" | grep -E 'gonum|plot|font|fpdf|latex|svgo|freetype|x/image')"
 		cr=$x/deb/usr/share/doc/jobscope/copyright
 		check "$id: copyright names this version" grep -qx "Comment: jobscope $VERSION (revision $(git rev-parse --short HEAD)).*" "$cr"
 		check "$id: copyright is in Debian's machine-readable format" /usr/bin/python3 test/package/dep5check.py "$cr"

@@ -74,7 +74,7 @@ modules() { # variant arch
 	local tags= cgo=1
 	[ "$1" = static ] && tags=nogpu cgo=0
 	GOARCH=$2 CGO_ENABLED=$cgo $GO list -deps -tags "$tags" \
-		-f '{{with .Module}}{{if .Version}}{{.Path}} {{.Version}} {{.Dir}}{{end}}{{end}}' ./cmd/jobscope | sort -u
+		-f '{{with .Module}}{{if .Version}}{{.Path}} {{.Version}} {{.Dir}}{{end}}{{end}}' ./cmd/jobscope ./cmd/jobscope-report | sort -u
 }
 
 # expected prints "mode path source" for every entry a package must hold
@@ -93,6 +93,7 @@ expected() { # format variant arch
 		0644 /etc/jobscope/report-epilog.conf contrib/packaging/etc/report-epilog.conf
 		0644 /etc/jobscope/notify.yml contrib/notify/notify.yml
 		0755 /usr/bin/jobscope @
+		0755 /usr/bin/jobscope-report @
 		0644 /usr/lib/systemd/system/jobscope.service contrib/systemd/jobscope.service
 		0644 /usr/lib/systemd/system/jobscope-controller.service contrib/systemd/jobscope-controller.service
 		0644 /usr/lib/systemd/system/jobscope-notify.service contrib/systemd/jobscope-notify.service
@@ -118,6 +119,7 @@ expected() { # format variant arch
 		0644 /usr/share/jobscope/alertmanager/alertmanager.yml contrib/alertmanager/alertmanager.yml
 		0644 /usr/share/jobscope/prometheus/jobscope-jobstats-rules.yml contrib/prometheus/jobscope-jobstats-rules.yml
 		0644 /usr/share/man/man1/jobscope.1.gz @
+		0644 /usr/share/man/man1/jobscope-report.1.gz @
 		0755 /usr/share/doc/jobscope/ @
 		0644 /usr/share/doc/jobscope/copyright @
 		0755 /usr/share/doc/jobscope/licenses/ @

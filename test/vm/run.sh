@@ -13,6 +13,7 @@
 # failure too; the serial logs, guest logs and assertion tables stay in the
 # work directory. Settings (environment):
 #   JOBSCOPE_BIN            jobscope binary (default bin/jobscope)
+#   JOBSCOPE_REPORT_BIN     jobscope-report binary (default: next to JOBSCOPE_BIN)
 #   JOBSCOPE_VM_DIR         work directory (default /tmp/jobscope-vm)
 #   JOBSCOPE_VM_CACHE       image cache (default /var/cache/jobscope-vm)
 #   JOBSCOPE_VM_SMP, _MEM   vCPUs (default 4) and MiB (default 3584) per VM
@@ -31,6 +32,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/vms.sh"
 BIN=${JOBSCOPE_BIN:-$ROOT/bin/jobscope}
+REPORT_BIN=${JOBSCOPE_REPORT_BIN:-$(dirname "$BIN")/jobscope-report}
 WORK=${JOBSCOPE_VM_DIR:-/tmp/jobscope-vm}
 SMP=${JOBSCOPE_VM_SMP:-4}
 MEM=${JOBSCOPE_VM_MEM:-3584}
@@ -61,6 +63,7 @@ VMS=("$@")
 
 [ "$(id -u)" = 0 ] || die "must run as root (debootstrap, chroot)"
 [ -x "$BIN" ] || die "$BIN not found: run make build (make vm-e2e does)"
+[ -x "$REPORT_BIN" ] || die "$REPORT_BIN not found: run make build (make vm-e2e does)"
 install_tools() {
 	local p missing=()
 	for p in qemu-system-x86 debootstrap e2fsprogs; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
@@ -108,6 +111,7 @@ payload() {
 	rm -rf "$dir"
 	mkdir -p "$dir/src/bin" "$dir/src/test"
 	install -m 0755 "$BIN" "$dir/src/bin/jobscope"
+	install -m 0755 "$REPORT_BIN" "$dir/src/bin/jobscope-report"
 	cp -r "$ROOT/contrib" "$ROOT/README.md" "$dir/src/"
 	cp -r "$ROOT/test/vm" "$ROOT/test/lib" "$dir/src/test/"
 	rm -rf "$dir/src/test/vm/boot"

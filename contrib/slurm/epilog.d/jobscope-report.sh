@@ -20,7 +20,8 @@
 #   NAME=jobscope-%j.txt  file name in the working directory (%j: job id)
 #   BIN=                  the jobscope binary (default: the first jobscope in
 #                         /usr/sbin:/usr/bin:/sbin:/bin, then /usr/local/sbin:/usr/local/bin;
-#                         the packages install /usr/bin/jobscope)
+#                         the packages install /usr/bin/jobscope; its `report`
+#                         runs the jobscope-report next to it, else in PATH)
 #   CONFIG=/etc/jobscope/report.yml   the report's site configuration (readable by users)
 #   TIMEOUT=30            longest a report may hold the epilog
 #   LOG=                  file the report's errors are appended to (default: syslog)

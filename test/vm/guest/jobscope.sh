@@ -14,6 +14,7 @@ UNIT_DIR=/etc/systemd/system
 install_node_unit() {
 	id jobscope >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin jobscope
 	install -m 0755 "$SRC/bin/jobscope" /usr/bin/jobscope
+	install -m 0755 "$SRC/bin/jobscope-report" /usr/bin/jobscope-report
 	install -m 0644 "$SRC/contrib/systemd/jobscope.service" "$UNIT_DIR/"
 	systemctl daemon-reload && systemctl enable --now jobscope
 }
