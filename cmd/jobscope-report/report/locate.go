@@ -251,12 +251,15 @@ func (r *runner) refine(ctx context.Context, id string, c *candidate, step time.
 	if at.After(r.now) {
 		at = r.now
 	}
-	m, err = r.prom.matrix(ctx, match+"["+promDur(at.Sub(c.last)+2*time.Second)+"]", at)
+	// From a step before the bound: on VictoriaMetrics the subquery's
+	// last time can be the job's staleness marker, a scrape after its
+	// last sample.
+	m, err = r.prom.matrix(ctx, match+"["+promDur(at.Sub(c.last)+step+time.Second)+"]", at)
 	if err != nil {
 		return 0, err
 	}
 	_, last, iv := sampleBounds(m)
-	if last.After(c.last) {
+	if !last.IsZero() {
 		c.last = last
 	}
 	if interval == 0 {
@@ -271,6 +274,11 @@ func sampleBounds(m model.Matrix) (first, last time.Time, interval time.Duration
 	var gaps []float64
 	for _, s := range m {
 		for i, p := range s.Values {
+			// VictoriaMetrics returns Prometheus's staleness markers
+			// (NaN) among raw samples; they are no sample of the job.
+			if math.IsNaN(float64(p.Value)) {
+				continue
+			}
 			t := p.Timestamp.Time()
 			if first.IsZero() || t.Before(first) {
 				first = t

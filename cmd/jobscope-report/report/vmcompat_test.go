@@ -3,6 +3,7 @@
 package report
 
 import (
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
 )
 
 // Limits of the stores with their default flags, per series.
@@ -125,5 +127,18 @@ func TestQueriesAskNoCache(t *testing.T) {
 		if got[path] != want {
 			t.Errorf("%s: nocache=%q, want %q", path, got[path], want)
 		}
+	}
+}
+
+// TestSampleBoundsSkipStalenessMarkers: VictoriaMetrics returns the
+// staleness marker after a job's last sample as a NaN sample; the e2e saw
+// the job's last sample a scrape late without this.
+func TestSampleBoundsSkipStalenessMarkers(t *testing.T) {
+	m := model.Matrix{{Values: []model.SamplePair{
+		{Timestamp: 1000, Value: 1}, {Timestamp: 2000, Value: 1}, {Timestamp: 3000, Value: model.SampleValue(math.NaN())},
+	}}}
+	first, last, iv := sampleBounds(m)
+	if first.UnixMilli() != 1000 || last.UnixMilli() != 2000 || iv != time.Second {
+		t.Errorf("bounds %d..%d interval %s, want 1000..2000 and 1s", first.UnixMilli(), last.UnixMilli(), iv)
 	}
 }
