@@ -47,6 +47,8 @@ die() {
 . "$ROOT/test/e2e/report.sh"
 # shellcheck source=test/e2e/notify.sh
 . "$ROOT/test/e2e/notify.sh"
+# shellcheck source=test/e2e/vmetrics.sh
+. "$ROOT/test/e2e/vmetrics.sh"
 [ -x "$BIN" ] || die "$BIN not found: run make build (make e2e does)"
 [ -x "$REPORT_BIN" ] || die "$REPORT_BIN not found: run make build (make e2e does)"
 
@@ -103,7 +105,7 @@ teardown() {
 	local i p
 	log "teardown"
 	notify_teardown
-	for p in jobscope-cap jobscope-full jobscope-node jobscope-ctl jobscope-ctltext jobscope-broken prometheus; do kill_pidfile "$WORK/run/$p.pid" 5; done
+	for p in jobscope-cap jobscope-full jobscope-node jobscope-ctl jobscope-ctltext jobscope-broken prometheus victoria-metrics; do kill_pidfile "$WORK/run/$p.pid" 5; done
 	# Jobs first, so the epilog runs and slurmstepd leaves before slurmd goes.
 	if [ -f "$WORK/run/slurmctld.pid" ] && command -v scancel >/dev/null; then
 		timeout 10 scancel --quiet --full --user=alice 2>/dev/null
@@ -149,7 +151,7 @@ on_exit() {
 # --- install ---------------------------------------------------------------------
 
 install_packages() {
-	local pkgs=(slurmctld slurmd slurm-client slurmdbd mariadb-server munge prometheus curl jq) missing=() p
+	local pkgs=(slurmctld slurmd slurm-client slurmdbd mariadb-server munge prometheus victoria-metrics curl jq) missing=() p
 	for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 	[ ${#missing[@]} -eq 0 ] && return 0
 	log "apt-get install ${missing[*]}"
@@ -500,6 +502,7 @@ setup_users
 write_jobs
 start_jobscope
 start_prometheus
+vmetrics_setup # VictoriaMetrics gets Prometheus's samples by remote_write
 log "jobscope and prometheus up"
 
 J_BURN=$(submit alice physics debug burn.sh -n1 -c1 --mem=200M -J burner)
@@ -816,6 +819,7 @@ else
 fi
 
 report_e2e
+vmetrics_e2e
 notify_e2e
 
 # --- teardown checks --------------------------------------------------------------------------------------------

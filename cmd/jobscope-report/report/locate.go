@@ -24,10 +24,37 @@ var (
 	ErrBadInput   = errors.New("bad input")
 )
 
-// subStep is the resolution of the subqueries that find a job's first and
-// last sample; it stays under Prometheus's 5-minute lookback so a running
-// job is seen at every step.
+// subStep is the finest resolution of the subqueries that find a job's
+// first and last sample; boundsStep coarsens it for long lookbacks.
 const subStep = time.Minute
+
+// maxSubqueryPoints bounds the steps of one subquery per series. Stores
+// refuse more: VictoriaMetrics 1.79 at -search.maxPointsPerTimeseries
+// (30,000 by default; it counts a few steps more than range/step), and
+// Prometheus answers no range query of over 11,000 points. 10,000 keeps
+// both well clear at any lookback.
+const maxSubqueryPoints = 10000
+
+// boundsStep is the resolution of the subqueries over a lookback: one
+// minute up to about a week, then lookback/maxSubqueryPoints (4m20s at 30
+// days, 53 minutes at a year). Precision does not depend on it: refine
+// reads the raw samples within one step of each bound, so first and last
+// sample are exact. A job whose samples all lie between two steps (shorter
+// than a step, or its staleness marker came first) is not seen by the
+// subqueries; rawBounds then reads its few samples whole.
+func boundsStep(lookback time.Duration) time.Duration {
+	// Whole seconds, rounded up: promDur renders the step in seconds.
+	least := time.Duration(math.Ceil(lookback.Seconds()/maxSubqueryPoints)) * time.Second
+	return max(subStep, least)
+}
+
+// boundsQueries find the first and last sample time of each job_key of
+// match over the lookback, to within one step.
+func boundsQueries(match string, lookback, step time.Duration) (first, last string) {
+	sub := "[" + promDur(lookback) + ":" + promDur(step) + "]"
+	return "min by (job_key) (min_over_time(timestamp(" + match + ")" + sub + "))",
+		"max by (job_key) (max_over_time(timestamp(" + match + ")" + sub + "))"
+}
 
 // candidate is one job (one job_key) that used the id.
 type candidate struct {
@@ -86,12 +113,13 @@ func (r *runner) candidates(ctx context.Context, id string) ([]*candidate, error
 	if len(byKey) == 0 {
 		return nil, nil
 	}
-	sub := "[" + promDur(time.Duration(r.cfg.Lookback)) + ":" + promDur(subStep) + "]"
-	firsts, err := r.prom.vector(ctx, "min by (job_key) (min_over_time(timestamp("+match+")"+sub+"))", now)
+	step := boundsStep(time.Duration(r.cfg.Lookback))
+	qFirst, qLast := boundsQueries(match, time.Duration(r.cfg.Lookback), step)
+	firsts, err := r.prom.vector(ctx, qFirst, now)
 	if err != nil {
 		return nil, err
 	}
-	lasts, err := r.prom.vector(ctx, "max by (job_key) (max_over_time(timestamp("+match+")"+sub+"))", now)
+	lasts, err := r.prom.vector(ctx, qLast, now)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +145,7 @@ func (r *runner) candidates(ctx context.Context, id string) ([]*candidate, error
 	var out []*candidate
 	for _, c := range byKey {
 		if c.first.IsZero() {
-			// A job shorter than subStep can fall between two steps: its
+			// A job shorter than a step can fall between two steps: its
 			// few raw samples are cheap to read whole.
 			if err := r.rawBounds(ctx, id, c, from, now); err != nil {
 				return nil, err
@@ -126,7 +154,7 @@ func (r *runner) candidates(ctx context.Context, id string) ([]*candidate, error
 		if c.first.IsZero() {
 			continue
 		}
-		if c.interval, err = r.refine(ctx, id, c); err != nil {
+		if c.interval, err = r.refine(ctx, id, c, step); err != nil {
 			return nil, err
 		}
 		sort.Strings(c.nodes)
@@ -204,11 +232,14 @@ func (r *runner) rawBounds(ctx context.Context, id string, c *candidate, from, t
 	return nil
 }
 
-// refine replaces the subquery's minute-resolution bounds of a job by
-// its exact first and last sample, and estimates the scrape interval.
-func (r *runner) refine(ctx context.Context, id string, c *candidate) (interval time.Duration, err error) {
+// refine replaces the subquery's bounds of a job, found at resolution
+// step, by its exact first and last sample, and estimates the scrape
+// interval. timestamp() gives raw sample times on Prometheus and
+// VictoriaMetrics alike, so each bound is a sample within one step of the
+// true one.
+func (r *runner) refine(ctx context.Context, id string, c *candidate, step time.Duration) (interval time.Duration, err error) {
 	match := r.infoMatch(id, map[string]string{lJobKey: c.key})
-	m, err := r.prom.matrix(ctx, match+"["+promDur(subStep+time.Second)+"]", c.first)
+	m, err := r.prom.matrix(ctx, match+"["+promDur(step+time.Second)+"]", c.first)
 	if err != nil {
 		return 0, err
 	}
@@ -216,16 +247,19 @@ func (r *runner) refine(ctx context.Context, id string, c *candidate) (interval 
 	if !first.IsZero() && first.Before(c.first.Add(time.Second)) {
 		c.first = first
 	}
-	at := c.last.Add(subStep + time.Second)
+	at := c.last.Add(step + time.Second)
 	if at.After(r.now) {
 		at = r.now
 	}
-	m, err = r.prom.matrix(ctx, match+"["+promDur(at.Sub(c.last)+2*time.Second)+"]", at)
+	// From a step before the bound: on VictoriaMetrics the subquery's
+	// last time can be the job's staleness marker, a scrape after its
+	// last sample.
+	m, err = r.prom.matrix(ctx, match+"["+promDur(at.Sub(c.last)+step+time.Second)+"]", at)
 	if err != nil {
 		return 0, err
 	}
 	_, last, iv := sampleBounds(m)
-	if last.After(c.last) {
+	if !last.IsZero() {
 		c.last = last
 	}
 	if interval == 0 {
@@ -240,6 +274,11 @@ func sampleBounds(m model.Matrix) (first, last time.Time, interval time.Duration
 	var gaps []float64
 	for _, s := range m {
 		for i, p := range s.Values {
+			// VictoriaMetrics returns Prometheus's staleness markers
+			// (NaN) among raw samples; they are no sample of the job.
+			if math.IsNaN(float64(p.Value)) {
+				continue
+			}
 			t := p.Timestamp.Time()
 			if first.IsZero() || t.Before(first) {
 				first = t

@@ -54,7 +54,7 @@ func newProm(c PromConfig, rt http.RoundTripper) (*prom, error) {
 			return nil, fmt.Errorf("prometheus http_config: %w", err)
 		}
 	}
-	cl, err := api.NewClient(api.Config{Address: c.URL, RoundTripper: rt})
+	cl, err := api.NewClient(api.Config{Address: c.URL, RoundTripper: noCache{next: rt}})
 	if err != nil {
 		return nil, err
 	}
