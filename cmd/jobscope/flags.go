@@ -12,9 +12,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
-	"github.com/jobscope/jobscope/collector/ebpf"
-	gpucoll "github.com/jobscope/jobscope/collector/gpu"
 	"github.com/jobscope/jobscope/internal/flagval"
+	"github.com/jobscope/jobscope/provide"
 	"github.com/jobscope/jobscope/slurmcli"
 )
 
@@ -36,8 +35,8 @@ type options struct {
 	scontrolFallback               bool          // deprecated: see nodeMetaOptions
 	scontrolTimeout                time.Duration // deprecated
 	version, helpMan               bool
-	bpf                            *ebpf.Options
-	gpu                            *gpucoll.Options
+	// providers are the collectors' shared inputs, each with its flags.
+	providers *provide.Set
 }
 
 // nodeMetaOptions configure node mode's background squeue for job metadata.
@@ -52,13 +51,7 @@ type nodeMetaOptions struct {
 func registerFlags(fs *pflag.FlagSet) *options {
 	o := &options{}
 	inGroup(fs, groupCommon, func() { registerCommonFlags(fs, o) })
-	inGroup(fs, groupNode, func() {
-		registerNodeFlags(fs, o)
-		// The eBPF programs and the GPU backend are built here, before the
-		// collectors, which share them.
-		o.bpf = ebpf.RegisterFlags(fs)
-		o.gpu = gpucoll.RegisterFlags(fs)
-	})
+	inGroup(fs, groupNode, func() { registerNodeFlags(fs, o) })
 	return o
 }
 

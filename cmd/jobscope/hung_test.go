@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
-	"github.com/jobscope/jobscope/collector/registry"
 	"github.com/jobscope/jobscope/test/gen/fixture"
 )
 
@@ -54,8 +53,7 @@ func node128(t testing.TB) []string {
 func startNode(t testing.TB, args []string) (*httptest.Server, func()) {
 	t.Helper()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	o := registerFlags(fs)
-	set := collector.RegisterFlags(fs, registry.Factories())
+	o, set := registerAll(fs)
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,7 @@ import (
 func demoOptions(t *testing.T) (*options, *collector.Set, *pflag.FlagSet) {
 	t.Helper()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	o := registerFlags(fs)
-	set := collector.RegisterFlags(fs, registry.Factories())
+	o, set := registerAll(fs)
 	root := filepath.Join("..", "..", "testdata", "demo")
 	err := fs.Parse([]string{
 		"--path.cgroupfs=" + filepath.Join(root, "cgroup"), "--path.procfs=" + filepath.Join(root, "proc"),

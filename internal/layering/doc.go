@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package layering holds the test that keeps jobscope's import graph one
-// way: job discovery and hardware readers below the collectors, the
-// collectors below their registry, the registry below the command.
+// way: readers < job discovery < providers < collector framework <
+// collectors < registry < command; the framework knows no hardware reader,
+// and no collector imports another.
 package layering
