@@ -12,10 +12,12 @@ package provide
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/discovery"
+	"github.com/jobscope/jobscope/slurmcli"
 )
 
 // Provider is one shared input of the collectors.
@@ -60,4 +62,24 @@ type Scrape interface {
 	// Once returns fn's value, computed on the first call with key in this
 	// scrape; later calls with the same key wait for it and get it too.
 	Once(key any, fn func() any) any
+}
+
+// ModeAnnotation is the pflag annotation that marks a flag with the modes
+// in which its collectors (or, for a provider's, the collectors needing
+// it) are on by default; --help and the man page group flags by it.
+const ModeAnnotation = "jobscope.collector-modes"
+
+// ModeNode is node mode's name in a ModeAnnotation.
+const ModeNode = "node"
+
+// JobQueue is a provider that gives job discovery its background Slurm
+// queue for job metadata; cmd finds it by this interface, not by name.
+type JobQueue interface {
+	NodeQueue(logger *slog.Logger) (Queue, error)
+}
+
+// Queue is discovery's background queue: Run is nil when it is off.
+type Queue struct {
+	Run               func(ctx context.Context, req discovery.QueueRequest) ([]slurmcli.NodeJob, error)
+	Interval, Timeout time.Duration
 }

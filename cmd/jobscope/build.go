@@ -37,16 +37,16 @@ func buildExporter(o *options, fs *pflag.FlagSet, set *collector.Set, mode colle
 			logger.Error("no cgroup hierarchy found: no jobs will be reported", "err", err)
 		}
 		env.Layout = layout
-		queue, err := nodeMetaQueue(fs, o, logger)
+		queue, err := jobQueue(o.providers, logger)
 		if err != nil {
 			return nil, nil, err
 		}
 		eo.Discoverer = discovery.New(discovery.Config{
 			Layout: layout, ProcFS: o.procfs, PropsDir: o.propsDir, Logger: logger,
-			Queue: queue, QueueInterval: o.nodeMeta.interval, QueueTimeout: o.nodeMeta.timeout,
-			NodeNames: o.nodeMeta.nodeNames, Hostname: shortHostname(),
+			Queue: queue.Run, QueueInterval: queue.Interval, QueueTimeout: queue.Timeout,
+			NodeNames: o.nodeNames, Hostname: shortHostname(),
 		})
-		logSurvey(logger, layout, eo.Discoverer.Survey(), queue != nil)
+		logSurvey(logger, layout, eo.Discoverer.Survey(), queue.Run != nil)
 	}
 	// A provider's failure is its collectors': their constructors return
 	// it, and it is logged once and reported as success 0 below.

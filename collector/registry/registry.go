@@ -16,6 +16,7 @@ import (
 	"github.com/jobscope/jobscope/provide/ebpfprogs"
 	"github.com/jobscope/jobscope/provide/gpus"
 	"github.com/jobscope/jobscope/provide/jobcgroup"
+	"github.com/jobscope/jobscope/provide/slurm"
 )
 
 // Factories lists every collector jobscope has, in the order --help shows
@@ -38,5 +39,6 @@ func Providers() []provide.Provider {
 		jobcgroup.New(),
 		ebpfprogs.New(),
 		gpus.New(),
+		slurm.New(),
 	}
 }
