@@ -8,6 +8,8 @@
 package jobcgroup
 
 import (
+	"sync"
+
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/cgroupfs"
@@ -37,11 +39,20 @@ func (p *Provider) Start(*provide.Env) error { return nil }
 // Close implements provide.Provider.
 func (p *Provider) Close() error { return nil }
 
-// usageKey keys a job's usage in a scrape's memo.
-type usageKey struct {
-	p *Provider
-	j *discovery.Job
+// scrapeUsage is one scrape's usages, one cell per job; it is the
+// provider's value in the scrape's memo (keyed by the provider: one memo
+// entry per scrape, not one per job).
+type scrapeUsage struct {
+	mu sync.Mutex
+	of map[*discovery.Job]*usageCell
 }
+
+type usageCell struct {
+	once sync.Once
+	u    *Usage
+}
+
+func newScrapeUsage() any { return &scrapeUsage{of: map[*discovery.Job]*usageCell{}} }
 
 // Usage returns the job's cgroup usage in this scrape, reading it on the
 // first call of any collector.
@@ -53,5 +64,14 @@ func (p *Provider) Usage(s provide.Scrape, j *discovery.Job) *Usage { return p.U
 // two).
 func (p *Provider) UsageFrom(s provide.Scrape, j *discovery.Job, f *cgroupfs.Files) *Usage {
 	p.u.sweep(s)
-	return s.Once(usageKey{p, j}, func() any { return p.u.read(s, j, f) }).(*Usage)
+	su := s.Once(p, newScrapeUsage).(*scrapeUsage)
+	su.mu.Lock()
+	c := su.of[j]
+	if c == nil {
+		c = &usageCell{}
+		su.of[j] = c
+	}
+	su.mu.Unlock()
+	c.once.Do(func() { c.u = p.u.read(s, j, f) })
+	return c.u
 }
