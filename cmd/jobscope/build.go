@@ -9,8 +9,6 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/spf13/pflag"
-
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/provide"
@@ -20,7 +18,7 @@ import (
 // background squeue, starts the providers the enabled collectors need,
 // then builds the collectors. The returned func releases what they hold,
 // at shutdown.
-func buildExporter(o *options, fs *pflag.FlagSet, set *collector.Set, mode collector.Mode, logger *slog.Logger) (*collector.Exporter, func(), error) {
+func buildExporter(o *options, set *collector.Set, mode collector.Mode, logger *slog.Logger) (*collector.Exporter, func(), error) {
 	names := set.Enabled(mode)
 	level, err := collector.ParseLevel(o.level)
 	if err != nil {

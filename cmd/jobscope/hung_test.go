@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
-	"github.com/jobscope/jobscope/test/gen/fixture"
+	fixturegen "github.com/jobscope/jobscope/test/gen/fixture"
 )
 
 // hungSlurm puts a squeue and an scontrol that hang (slurmctld
@@ -58,7 +58,7 @@ func startNode(t testing.TB, args []string) (*httptest.Server, func()) {
 		t.Fatal(err)
 	}
 	logger, _ := newLogger("error", "json", io.Discard)
-	exp, release, err := buildExporter(o, fs, set, collector.ModeNode, logger)
+	exp, release, err := buildExporter(o, set, collector.ModeNode, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,9 +143,9 @@ func BenchmarkScrape128(b *testing.B) {
 
 // The landing page says what discovery found and skipped.
 func TestLandingDiscovery(t *testing.T) {
-	o, set, fs := demoOptions(t)
+	o, set, _ := demoOptions(t)
 	logger, _ := newLogger("error", "json", io.Discard)
-	exp, release, err := buildExporter(o, fs, set, collector.ModeNode, logger)
+	exp, release, err := buildExporter(o, set, collector.ModeNode, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

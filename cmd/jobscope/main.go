@@ -117,7 +117,7 @@ func run(args []string) int {
 	}
 	mode := collector.Mode(opts.mode) // checked as it was parsed
 
-	exp, release, err := buildExporter(opts, fs, set, mode, logger)
+	exp, release, err := buildExporter(opts, set, mode, logger)
 	if err != nil {
 		logger.Error("cannot start", "err", err)
 		if errors.As(err, new(*flagError)) {

@@ -35,9 +35,9 @@ func demoOptions(t *testing.T) (*options, *collector.Set, *pflag.FlagSet) {
 
 // The demo node serves job series at /metrics and a landing page at /.
 func TestServeDemo(t *testing.T) {
-	o, set, fs := demoOptions(t)
+	o, set, _ := demoOptions(t)
 	logger, _ := newLogger("error", "json", io.Discard)
-	exp, _, err := buildExporter(o, fs, set, collector.ModeNode, logger)
+	exp, _, err := buildExporter(o, set, collector.ModeNode, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,9 +131,9 @@ func TestGzip(t *testing.T) {
 			t.Errorf("%q: want %v", h, want)
 		}
 	}
-	o, set, fs := demoOptions(t)
+	o, set, _ := demoOptions(t)
 	logger, _ := newLogger("error", "json", io.Discard)
-	exp, _, err := buildExporter(o, fs, set, collector.ModeNode, logger)
+	exp, _, err := buildExporter(o, set, collector.ModeNode, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

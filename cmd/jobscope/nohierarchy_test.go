@@ -37,7 +37,7 @@ func TestCgroupRootWithoutHierarchy(t *testing.T) {
 			}
 			var logged bytes.Buffer
 			logger := slog.New(slog.NewTextHandler(&logged, nil))
-			exp, release, err := buildExporter(o, fs, set, collector.ModeNode, logger)
+			exp, release, err := buildExporter(o, set, collector.ModeNode, logger)
 			if err != nil {
 				t.Fatal(err)
 			}
