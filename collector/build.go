@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
+
+	"github.com/jobscope/jobscope/provide"
 )
 
 // Set is the collectors' flags, bound to one FlagSet, ready to build the
@@ -59,7 +61,7 @@ func RegisterFlags(fs *pflag.FlagSet, factories []Factory) *Set {
 
 // ModeAnnotation is the pflag annotation RegisterFlags puts on every flag a
 // collector registers: the modes in which that collector is on by default.
-const ModeAnnotation = "jobscope.collector-modes"
+const ModeAnnotation = provide.ModeAnnotation
 
 // OwnerAnnotation is the pflag annotation RegisterFlags puts on every flag a
 // collector registers: the collector's name, whose namespace

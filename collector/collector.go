@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/discovery"
+	"github.com/jobscope/jobscope/provide"
 )
 
 // Collector emits const metrics for one scrape.
@@ -54,7 +55,7 @@ func causeOr(err error, def string) string {
 }
 
 // Env is what every collector may use: paths, the cgroup layout, the
-// logger, and the node resources cmd built for the enabled collectors.
+// logger, and the providers started for the enabled collectors.
 type Env struct {
 	ProcFS string
 	SysFS  string
@@ -65,14 +66,9 @@ type Env struct {
 	// Level is --metrics.level: how much per-job detail to emit.
 	Level Level
 
-	// BPF is the loaded eBPF programs when the ebpf collector is on;
-	// BPFErr says why they are missing when it is on but they failed.
-	BPF    *BPF
-	BPFErr error
-	// GPU reads the GPUs when the gpu collector is on; GPUErr says why it
-	// is missing (gpu.ErrNoDevice on a node without GPUs).
-	GPU    GPUSource
-	GPUErr error
+	// Providers are the shared inputs, started before the collectors are
+	// built: those the enabled collectors' Needs name (provide.Need).
+	Providers *provide.Set
 }
 
 // Mode is the role of the exporter: a compute node or the controller.
@@ -94,6 +90,9 @@ type Factory struct {
 	Flags func(fs *pflag.FlagSet) func(env *Env) (Collector, error)
 	// NeedsJobs says whether the collector uses job discovery.
 	NeedsJobs bool
+	// Needs names the providers the collector uses (their Name constants):
+	// they are started, once, when any collector needing them is on.
+	Needs []string
 	// Descs lists the metrics the collector can emit, for docs/metrics.md.
 	Descs func() []*Desc
 }

@@ -23,7 +23,6 @@ type Exporter struct {
 	opts       Options
 	problems   *Problems
 	serial     atomic.Uint64
-	usage      *usageReader
 	shared     sharedCollections
 	pairs      *PairCache
 	caps       *labelCaps
@@ -43,8 +42,6 @@ type Options struct {
 	Discoverer *discovery.Discoverer
 	// Jobs lists the jobs instead of a Discoverer (tests).
 	Jobs func(ctx context.Context, problem discovery.Problem) []*discovery.Job
-	// GPU reads the node's GPUs once per scrape (nil: none).
-	GPU GPUSource
 	// Problems counts bad input; nil makes a silent one.
 	Problems *Problems
 	Logger   *slog.Logger
@@ -62,7 +59,7 @@ func NewExporter(collectors map[string]Collector, o Options) *Exporter {
 		o.Problems = NewProblems(nil)
 	}
 	return &Exporter{
-		collectors: collectors, names: names, opts: o, problems: o.Problems, usage: newUsageReader(), pairs: NewPairCache(), caps: newLabelCaps(o.Logger),
+		collectors: collectors, names: names, opts: o, problems: o.Problems, pairs: NewPairCache(), caps: newLabelCaps(o.Logger),
 		durationDesc: NewDesc("jobscope_scrape_collector_duration_seconds",
 			"Time a collector took in this scrape.", "collector"),
 		successDesc: NewDesc("jobscope_scrape_collector_success",
@@ -114,7 +111,6 @@ func (e *Exporter) collect(ctx context.Context, ch chan<- prometheus.Metric) {
 		results[name] = rc
 		go e.runOne(rd.view(name), rc)
 	}
-	finished := true
 	for _, name := range e.names {
 		var r result
 		// A collector that finished in time counts as finished even when
@@ -127,7 +123,6 @@ func (e *Exporter) collect(ctx context.Context, ch chan<- prometheus.Metric) {
 			case <-ctx.Done():
 				r = result{err: fmt.Errorf("deadline: %w", ctx.Err()), duration: time.Since(start)}
 				e.problems.Report(name, "timeout", ctx.Err())
-				finished = false
 			}
 		}
 		for _, m := range r.metrics {
@@ -146,9 +141,6 @@ func (e *Exporter) collect(ctx context.Context, ch chan<- prometheus.Metric) {
 		if e.opts.Discoverer != nil {
 			e.discoveryDescs.collect(ch, rd.scan, e.opts.Discoverer.Status())
 		}
-		if finished {
-			e.usage.cpusets.Sweep(s) // every collector that read usage is done
-		}
 	}
 	ch <- e.buildDesc.Gauge(1, e.opts.Info.Version, e.opts.Info.Revision, e.opts.Info.GoVersion)
 	e.problems.collect(ch)
@@ -160,7 +152,7 @@ func (e *Exporter) newRound(ctx context.Context) *round {
 	// Pairs no collection used since the one before are dropped: what
 	// ended jobs labelled leaves the cache without any job left to ask.
 	e.pairs.rotate()
-	r := &round{ctx: ctx, serial: e.serial.Add(1), problems: e.problems, usage: e.usage, gpu: e.opts.GPU, pairs: e.pairs}
+	r := &round{ctx: ctx, serial: e.serial.Add(1), problems: e.problems, pairs: e.pairs}
 	problem := func(cause string, err error) { e.problems.Report("discovery", cause, err) }
 	switch {
 	case e.opts.Discoverer != nil:

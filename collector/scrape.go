@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/jobscope/jobscope/cgroupfs"
 	"github.com/jobscope/jobscope/discovery"
 )
 
@@ -25,22 +24,17 @@ type round struct {
 	jobs     []*discovery.Job
 	scan     discovery.ScanStats // what discovery saw; set with jobs
 
-	usage   *usageReader
-	usageMu sync.Mutex
-	usageOf map[*discovery.Job]*usageCell
+	// memo holds the values providers read once per scrape (Once).
+	memoMu sync.Mutex
+	memo   map[any]*memoCell
 
 	// pairs shares label pairs across this collection's collectors.
 	pairs *PairCache
-
-	gpu        GPUSource
-	gpuOnce    sync.Once
-	gpuRead    *GPUReading
-	gpuReadErr error
 }
 
-type usageCell struct {
+type memoCell struct {
 	once sync.Once
-	u    *Usage
+	v    any
 }
 
 // Scrape is one scrape as one collector sees it.
@@ -58,14 +52,13 @@ type ScrapeOptions struct {
 	Serial   uint64
 	Jobs     []*discovery.Job
 	Problems *Problems
-	GPU      GPUSource
 }
 
 // NewScrape builds a scrape for the collector called name (tests).
 func NewScrape(ctx context.Context, name string, o ScrapeOptions) *Scrape {
 	jobs := o.Jobs
 	return (&round{ctx: ctx, serial: o.Serial, problems: o.Problems, listJobs: func() []*discovery.Job { return jobs },
-		usage: newUsageReader(), gpu: o.GPU, pairs: NewPairCache()}).view(name)
+		pairs: NewPairCache()}).view(name)
 }
 
 func (r *round) view(name string) *Scrape { return &Scrape{round: r, name: name} }
@@ -91,37 +84,23 @@ func (s *Scrape) Jobs() []*discovery.Job {
 // are shared with the other collectors and the next collections.
 func (s *Scrape) Series(j *discovery.Job) *JobSeries { return s.pairs.Job(j) }
 
-// Usage returns the job's cgroup usage in this scrape, reading it on the
-// first call of any collector.
-func (s *Scrape) Usage(j *discovery.Job) *Usage { return s.UsageFrom(j, nil) }
-
-// UsageFrom is Usage for a collector that reads the job's files itself:
-// when it asks first, the usage is read through f, whose open directories
-// it then goes on using (one open of the job directory, not two).
-func (s *Scrape) UsageFrom(j *discovery.Job, f *cgroupfs.Files) *Usage {
-	s.usageMu.Lock()
-	if s.usageOf == nil {
-		s.usageOf = map[*discovery.Job]*usageCell{}
+// Once returns fn's value, computed on the first call with key in this
+// scrape by any collector; the others wait for it and get the same value.
+// Providers read through it what several collectors share (a job's cgroup
+// usage, the GPU reading): one read per scrape, whoever asks first.
+func (s *Scrape) Once(key any, fn func() any) any {
+	s.memoMu.Lock()
+	if s.memo == nil {
+		s.memo = map[any]*memoCell{}
 	}
-	c := s.usageOf[j]
+	c := s.memo[key]
 	if c == nil {
-		c = &usageCell{}
-		s.usageOf[j] = c
+		c = &memoCell{}
+		s.memo[key] = c
 	}
-	s.usageMu.Unlock()
-	c.once.Do(func() { c.u = s.usage.read(s, j, f) })
-	return c.u
-}
-
-// GPU returns this scrape's GPU reading, taken on the first call of any
-// collector; nil (and no error) when the node has no GPU source.
-func (s *Scrape) GPU() (*GPUReading, error) {
-	s.gpuOnce.Do(func() {
-		if s.gpu != nil {
-			s.gpuRead, s.gpuReadErr = s.gpu.Read(s)
-		}
-	})
-	return s.gpuRead, s.gpuReadErr
+	s.memoMu.Unlock()
+	c.once.Do(func() { c.v = fn() })
+	return c.v
 }
 
 // Problem reports bad input: the first time per cause it is logged, each

@@ -4,8 +4,6 @@ package collector
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,44 +11,26 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jobscope/jobscope/discovery"
-	"github.com/jobscope/jobscope/gpu"
 )
 
-// countingGPUs counts its readings.
-type countingGPUs struct{ reads atomic.Int32 }
-
-func (g *countingGPUs) Name() string { return "fake" }
-func (g *countingGPUs) Close() error { return nil }
-func (g *countingGPUs) Read(*Scrape) (*GPUReading, error) {
-	g.reads.Add(1)
-	return &GPUReading{Snapshot: &gpu.Snapshot{}}, nil
-}
-
-// Collectors of one scrape share one GPU reading and one usage reading per
-// job, whichever asks first and however they race; the next scrape reads
-// again.
+// Collectors of one scrape share what a provider reads through Once, for
+// each key, whichever asks first and however they race; the next scrape
+// reads again.
 func TestPerScrapeValuesReadOnce(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "job_1")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	_ = os.WriteFile(filepath.Join(dir, "cpu.stat"), []byte("usage_usec 2000000\n"), 0o644)
-	job := &discovery.Job{ID: "1", Version: 2, Dir: dir}
+	type key struct{ n int }
+	var reads [2]atomic.Int32
 	var mu sync.Mutex
 	seen := map[uint64][]any{} // by scrape serial: what each collector got
 	reader := funcCollectorFor(func(s *Scrape) {
-		r, err := s.GPU()
-		if err != nil {
-			t.Error(err)
+		for k := range reads {
+			v := s.Once(key{k}, func() any { reads[k].Add(1); return new(int) })
+			mu.Lock()
+			seen[s.Serial()] = append(seen[s.Serial()], v)
+			mu.Unlock()
 		}
-		u := s.Usage(s.Jobs()[0])
-		mu.Lock()
-		seen[s.Serial()] = append(seen[s.Serial()], r, u)
-		mu.Unlock()
 	})
-	gpus := &countingGPUs{}
 	exp := NewExporter(map[string]Collector{"a": reader, "b": reader, "c": reader},
-		Options{Jobs: func(context.Context, discovery.Problem) []*discovery.Job { return []*discovery.Job{job} }, GPU: gpus})
+		Options{Jobs: func(context.Context, discovery.Problem) []*discovery.Job { return nil }})
 	for range 2 {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(exp.Bind(context.Background()))
@@ -58,17 +38,22 @@ func TestPerScrapeValuesReadOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := gpus.reads.Load(); n != 2 {
-		t.Errorf("%d GPU readings for 2 scrapes of 3 collectors, want 2", n)
+	for k := range reads {
+		if n := reads[k].Load(); n != 2 {
+			t.Errorf("key %d: %d readings for 2 scrapes of 3 collectors, want 2", k, n)
+		}
 	}
 	for serial, got := range seen {
+		if len(got) != 6 {
+			t.Fatalf("scrape %d: %d values, want 6", serial, len(got))
+		}
 		for i := 2; i < len(got); i += 2 {
 			if got[i] != got[0] || got[i+1] != got[1] {
-				t.Errorf("scrape %d: collectors got different readings", serial)
+				t.Errorf("scrape %d: collectors got different values", serial)
 			}
 		}
-		if u := got[1].(*Usage); u.CPU != 2 || u.Has&HasCPU == 0 {
-			t.Errorf("usage %+v", u)
+		if got[0] == got[1] {
+			t.Errorf("scrape %d: two keys share one value", serial)
 		}
 	}
 	if len(seen) != 2 {

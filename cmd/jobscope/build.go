@@ -7,22 +7,18 @@ import (
 	"errors"
 	"log/slog"
 	"runtime"
-	"slices"
 	"sync"
 
-	"github.com/spf13/pflag"
-
 	"github.com/jobscope/jobscope/collector"
-	"github.com/jobscope/jobscope/collector/ebpf"
-	gpucoll "github.com/jobscope/jobscope/collector/gpu"
 	"github.com/jobscope/jobscope/discovery"
+	"github.com/jobscope/jobscope/provide"
 )
 
-// buildExporter detects the cgroup layout, builds the node resources the
-// enabled collectors share (job discovery and its background squeue, the
-// eBPF programs, the GPU backend), then the collectors. The returned func
-// releases what they hold, at shutdown.
-func buildExporter(o *options, fs *pflag.FlagSet, set *collector.Set, mode collector.Mode, logger *slog.Logger) (*collector.Exporter, func(), error) {
+// buildExporter detects the cgroup layout, builds job discovery and its
+// background squeue, starts the providers the enabled collectors need,
+// then builds the collectors. The returned func releases what they hold,
+// at shutdown.
+func buildExporter(o *options, set *collector.Set, mode collector.Mode, logger *slog.Logger) (*collector.Exporter, func(), error) {
 	names := set.Enabled(mode)
 	env := &collector.Env{ProcFS: o.procfs, SysFS: o.sysfs, Logger: logger, Level: o.level}
 	eo := collector.Options{Problems: collector.NewProblems(logger), Logger: logger,
@@ -35,25 +31,22 @@ func buildExporter(o *options, fs *pflag.FlagSet, set *collector.Set, mode colle
 			logger.Error("no cgroup hierarchy found: no jobs will be reported", "err", err)
 		}
 		env.Layout = layout
-		queue, err := nodeMetaQueue(fs, o, logger)
+		queue, err := jobQueue(o.providers, logger)
 		if err != nil {
 			return nil, nil, err
 		}
 		eo.Discoverer = discovery.New(discovery.Config{
 			Layout: layout, ProcFS: o.procfs, PropsDir: o.propsDir, Logger: logger,
-			Queue: queue, QueueInterval: o.nodeMeta.interval, QueueTimeout: o.nodeMeta.timeout,
-			NodeNames: o.nodeMeta.nodeNames, Hostname: shortHostname(),
+			Queue: queue.Run, QueueInterval: queue.Interval, QueueTimeout: queue.Timeout,
+			NodeNames: o.nodeNames, Hostname: shortHostname(),
 		})
-		logSurvey(logger, layout, eo.Discoverer.Survey(), queue != nil)
+		logSurvey(logger, layout, eo.Discoverer.Survey(), queue.Run != nil)
 	}
-	// A failure here is the collector's: its constructor returns it, and
-	// it is logged once and reported as success 0 below.
-	if slices.Contains(names, "ebpf") {
-		env.BPF, env.BPFErr = ebpf.Load(env, *o.bpf)
-	}
-	if slices.Contains(names, "gpu") {
-		env.GPU, env.GPUErr = gpucoll.Open(env, *o.gpu)
-		eo.GPU = env.GPU
+	// A provider's failure is its collectors': their constructors return
+	// it, and it is logged once and reported as success 0 below.
+	env.Providers = o.providers
+	if err := o.providers.Start(&provide.Env{ProcFS: o.procfs, SysFS: o.sysfs, Layout: env.Layout, Logger: logger}, set.Needs(names)); err != nil {
+		return nil, nil, err
 	}
 	var badFlag error
 	built := set.Build(env, names, func(name string, err error) {
@@ -78,16 +71,11 @@ func buildExporter(o *options, fs *pflag.FlagSet, set *collector.Set, mode colle
 	return exp, release, nil
 }
 
-// releaseEnv detaches the eBPF programs (their maps stay pinned), closes the
-// GPU backend and stops the background squeue.
+// releaseEnv closes the started providers (eBPF programs detached, their
+// maps pinned; the GPU backend closed) and stops the background squeue.
 func releaseEnv(env *collector.Env, eo collector.Options, logger *slog.Logger) {
-	if env.BPF != nil {
-		if err := env.BPF.Close(); err != nil {
-			logger.Warn("detaching eBPF programs", "err", err)
-		}
-	}
-	if env.GPU != nil {
-		_ = env.GPU.Close()
+	if err := env.Providers.Close(); err != nil {
+		logger.Warn("closing providers", "err", err)
 	}
 	if eo.Discoverer != nil {
 		eo.Discoverer.Close() // its background squeue

@@ -40,7 +40,7 @@ func demoServer(t *testing.T, extra ...string) *httptest.Server {
 		t.Fatal(err)
 	}
 	logger, _ := newLogger("error", "json", io.Discard)
-	exp, release, err := buildExporter(o, fs, set, collector.ModeNode, logger)
+	exp, release, err := buildExporter(o, set, collector.ModeNode, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

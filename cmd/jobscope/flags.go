@@ -12,9 +12,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
-	"github.com/jobscope/jobscope/collector/ebpf"
-	gpucoll "github.com/jobscope/jobscope/collector/gpu"
 	"github.com/jobscope/jobscope/internal/flagval"
+	"github.com/jobscope/jobscope/provide"
 	"github.com/jobscope/jobscope/slurmcli"
 )
 
@@ -32,33 +31,16 @@ type options struct {
 	scrapeTimeout                  time.Duration
 	maxRequests                    int
 	propsDir                       string
-	nodeMeta                       nodeMetaOptions
-	scontrolFallback               bool          // deprecated: see nodeMetaOptions
-	scontrolTimeout                time.Duration // deprecated
+	nodeNames                      []string
 	version, helpMan               bool
-	bpf                            *ebpf.Options
-	gpu                            *gpucoll.Options
-}
-
-// nodeMetaOptions configure node mode's background squeue for job metadata.
-type nodeMetaOptions struct {
-	squeue            bool
-	command           string
-	interval, timeout time.Duration
-	format            string
-	nodeNames         []string
+	// providers are the collectors' shared inputs, each with its flags.
+	providers *provide.Set
 }
 
 func registerFlags(fs *pflag.FlagSet) *options {
 	o := &options{}
 	inGroup(fs, groupCommon, func() { registerCommonFlags(fs, o) })
-	inGroup(fs, groupNode, func() {
-		registerNodeFlags(fs, o)
-		// The eBPF programs and the GPU backend are built here, before the
-		// collectors, which share them.
-		o.bpf = ebpf.RegisterFlags(fs)
-		o.gpu = gpucoll.RegisterFlags(fs)
-	})
+	inGroup(fs, groupNode, func() { registerNodeFlags(fs, o) })
 	return o
 }
 
@@ -84,18 +66,12 @@ func registerCommonFlags(fs *pflag.FlagSet, o *options) {
 	_ = fs.MarkHidden("help-man")
 }
 
-// registerNodeFlags adds node mode's job metadata flags.
+// registerNodeFlags adds node mode's job discovery flags (the background
+// squeue's are the Slurm provider's).
 func registerNodeFlags(fs *pflag.FlagSet, o *options) {
 	flagval.String(fs, &o.propsDir, "slurm.job-props-dir", "/run/jobscope/jobs", "Directory where the Slurm prolog writes one KEY=VALUE file per job (contrib/slurm/prolog.sh); first source of job metadata. It may not exist yet (the prolog creates it with the first job).", flagval.DirLater)
-	fs.BoolVar(&o.nodeMeta.squeue, "slurm.node-metadata.squeue", true, "Node mode: fill job metadata that neither the props directory nor the job's environment gives (and the job id of a Slurm 26.05 SLUID directory) from one background squeue for all of this node's jobs. Never runs inside a scrape: a job is exported at once and filled in later.")
-	flagval.String(fs, &o.nodeMeta.command, "slurm.node-metadata.squeue-command", "squeue", "Node mode: the squeue to run (a path, or a name looked up in PATH); a given one must exist.", flagval.Command)
-	flagval.Duration(fs, &o.nodeMeta.interval, "slurm.node-metadata.interval", 30*time.Second, 1, "Node mode: least time between two background squeue runs; they run only while a job lacks metadata. After a failure the wait doubles, up to 10 minutes.")
-	flagval.Duration(fs, &o.nodeMeta.timeout, "slurm.node-metadata.timeout", 10*time.Second, 1, "Node mode: kill a background squeue (its whole process group) after this long.")
-	flagval.Enum(fs, &o.nodeMeta.format, "slurm.node-metadata.format", string(slurmcli.FormatAuto), []string{"auto", "json", "text"}, "Node mode: squeue output: auto (text, JSON where a SLUID directory needs its job id), json or text (no SLUIDs).")
-	fs.StringSliceVar(&o.nodeMeta.nodeNames, "slurm.node-name", nil, "Node mode: this node's Slurm NodeName(s) for squeue --nodelist; default: from <node>_slurmstepd.scope or slurm_<node> directories, else the short host name.")
+	fs.StringSliceVar(&o.nodeNames, "slurm.node-name", nil, "Node mode: this node's Slurm NodeName(s) for squeue --nodelist; default: from <node>_slurmstepd.scope or slurm_<node> directories, else the short host name.")
 	flagval.Check(fs, "slurm.node-name", flagval.Each(checkNodeName))
-	fs.BoolVar(&o.scontrolFallback, "slurm.scontrol-fallback", true, "Deprecated: job metadata no longer comes from scontrol. =false turns the background squeue off, like --slurm.node-metadata.squeue=false.")
-	flagval.Duration(fs, &o.scontrolTimeout, "slurm.scontrol-timeout", 5*time.Second, 1, "Deprecated: use --slurm.node-metadata.timeout.")
 }
 
 // checkWebConfig reads and checks the web configuration file at start: a

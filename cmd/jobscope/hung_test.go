@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
-	"github.com/jobscope/jobscope/collector/registry"
 	fixturegen "github.com/jobscope/jobscope/test/gen/fixture"
 )
 
@@ -54,13 +53,12 @@ func node128(t testing.TB) []string {
 func startNode(t testing.TB, args []string) (*httptest.Server, func()) {
 	t.Helper()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	o := registerFlags(fs)
-	set := collector.RegisterFlags(fs, registry.Factories())
+	o, set := registerAll(fs)
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
 	logger, _ := newLogger("error", "json", io.Discard)
-	exp, release, err := buildExporter(o, fs, set, collector.ModeNode, logger)
+	exp, release, err := buildExporter(o, set, collector.ModeNode, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,9 +143,9 @@ func BenchmarkScrape128(b *testing.B) {
 
 // The landing page says what discovery found and skipped.
 func TestLandingDiscovery(t *testing.T) {
-	o, set, fs := demoOptions(t)
+	o, set, _ := demoOptions(t)
 	logger, _ := newLogger("error", "json", io.Discard)
-	exp, release, err := buildExporter(o, fs, set, collector.ModeNode, logger)
+	exp, release, err := buildExporter(o, set, collector.ModeNode, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,39 +157,6 @@ func TestLandingDiscovery(t *testing.T) {
 	for _, want := range []string{"Job discovery", "slurmstepd.scope", "job_id: 3", "background squeue</td><td>off"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("landing page lacks %q:\n%s", want, page)
-		}
-	}
-}
-
-// The deprecated scontrol flags still work, each with one log line:
-// =false turns the background squeue off, the timeout sets its timeout.
-func TestDeprecatedScontrolFlags(t *testing.T) {
-	for _, tc := range []struct {
-		args     []string
-		squeue   bool
-		warnings int
-	}{
-		{nil, true, 0},
-		{[]string{"--slurm.scontrol-fallback=false"}, false, 1},
-		{[]string{"--slurm.scontrol-fallback=false", "--slurm.node-metadata.squeue=true"}, true, 1},
-		{[]string{"--slurm.scontrol-timeout=3s"}, true, 1},
-	} {
-		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
-		o := registerFlags(fs)
-		if err := fs.Parse(tc.args); err != nil {
-			t.Fatal(err)
-		}
-		var logs strings.Builder
-		logger, _ := newLogger("warn", "json", &logs)
-		q, err := nodeMetaQueue(fs, o, logger)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if (q != nil) != tc.squeue || strings.Count(logs.String(), "deprecated") != tc.warnings {
-			t.Errorf("%v: squeue %v, log %q", tc.args, q != nil, logs.String())
-		}
-		if len(tc.args) == 1 && tc.args[0] == "--slurm.scontrol-timeout=3s" && o.nodeMeta.timeout.Seconds() != 3 {
-			t.Errorf("timeout %v", o.nodeMeta.timeout)
 		}
 	}
 }

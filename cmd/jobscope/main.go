@@ -21,6 +21,7 @@ import (
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/registry"
 	"github.com/jobscope/jobscope/internal/notify"
+	"github.com/jobscope/jobscope/provide"
 )
 
 // Set at build time with -ldflags "-X main.version=... -X main.revision=...".
@@ -37,12 +38,22 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
+// registerAll adds cmd's own flags, the collectors' and the providers'.
+func registerAll(fs *pflag.FlagSet) (*options, *collector.Set) {
+	opts := registerFlags(fs)
+	set := collector.RegisterFlags(fs, registry.Factories())
+	// The providers' flags, after the collectors': a provider's flags are
+	// marked with the modes of the collectors that need it.
+	opts.providers = provide.NewSet(registry.Providers()...)
+	set.RegisterProviderFlags(opts.providers)
+	return opts, set
+}
+
 // newFlagSet registers every flag the binary parses; the man page
 // (--help-man) is written from this same set.
 func newFlagSet() (*pflag.FlagSet, *options, *collector.Set) {
 	fs := pflag.NewFlagSet("jobscope", pflag.ContinueOnError)
-	opts := registerFlags(fs)
-	set := collector.RegisterFlags(fs, registry.Factories())
+	opts, set := registerAll(fs)
 	// --help asked for it: standard output, and exit status 0.
 	fs.Usage = func() { writeHelp(os.Stdout, fs) }
 	return fs, opts, set
@@ -106,7 +117,7 @@ func run(args []string) int {
 	}
 	mode := collector.Mode(opts.mode) // checked as it was parsed
 
-	exp, release, err := buildExporter(opts, fs, set, mode, logger)
+	exp, release, err := buildExporter(opts, set, mode, logger)
 	if err != nil {
 		logger.Error("cannot start", "err", err)
 		if errors.As(err, new(*flagError)) {

@@ -21,8 +21,7 @@ import (
 func demoOptions(t *testing.T) (*options, *collector.Set, *pflag.FlagSet) {
 	t.Helper()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	o := registerFlags(fs)
-	set := collector.RegisterFlags(fs, registry.Factories())
+	o, set := registerAll(fs)
 	root := filepath.Join("..", "..", "testdata", "demo")
 	err := fs.Parse([]string{
 		"--path.cgroupfs=" + filepath.Join(root, "cgroup"), "--path.procfs=" + filepath.Join(root, "proc"),
@@ -37,9 +36,9 @@ func demoOptions(t *testing.T) (*options, *collector.Set, *pflag.FlagSet) {
 
 // The demo node serves job series at /metrics and a landing page at /.
 func TestServeDemo(t *testing.T) {
-	o, set, fs := demoOptions(t)
+	o, set, _ := demoOptions(t)
 	logger, _ := newLogger("error", "json", io.Discard)
-	exp, _, err := buildExporter(o, fs, set, collector.ModeNode, logger)
+	exp, _, err := buildExporter(o, set, collector.ModeNode, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,9 +123,9 @@ func TestGzip(t *testing.T) {
 			t.Errorf("%q: want %v", h, want)
 		}
 	}
-	o, set, fs := demoOptions(t)
+	o, set, _ := demoOptions(t)
 	logger, _ := newLogger("error", "json", io.Discard)
-	exp, _, err := buildExporter(o, fs, set, collector.ModeNode, logger)
+	exp, _, err := buildExporter(o, set, collector.ModeNode, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

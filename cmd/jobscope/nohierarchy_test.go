@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
-	"github.com/jobscope/jobscope/collector/registry"
 )
 
 // A --path.cgroupfs that exists but holds no cgroup hierarchy (an empty
@@ -29,8 +28,7 @@ func TestCgroupRootWithoutHierarchy(t *testing.T) {
 	for name, root := range map[string]string{"empty": t.TempDir(), "no controllers": junk} {
 		t.Run(name, func(t *testing.T) {
 			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-			o := registerFlags(fs)
-			set := collector.RegisterFlags(fs, registry.Factories())
+			o, set := registerAll(fs)
 			demo := filepath.Join("..", "..", "testdata", "demo")
 			if err := fs.Parse([]string{"--path.cgroupfs=" + root, "--path.procfs=" + filepath.Join(demo, "proc"),
 				"--path.sysfs=" + filepath.Join(demo, "sys"), "--slurm.job-props-dir=" + t.TempDir(),
@@ -39,7 +37,7 @@ func TestCgroupRootWithoutHierarchy(t *testing.T) {
 			}
 			var logged bytes.Buffer
 			logger := slog.New(slog.NewTextHandler(&logged, nil))
-			exp, release, err := buildExporter(o, fs, set, collector.ModeNode, logger)
+			exp, release, err := buildExporter(o, set, collector.ModeNode, logger)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,6 +15,9 @@ import (
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/internal/flagval"
+	"github.com/jobscope/jobscope/provide"
+	"github.com/jobscope/jobscope/provide/ebpfprogs"
+	"github.com/jobscope/jobscope/provide/jobcgroup"
 )
 
 // Factory describes the cgroup collector: memory, CPU, pressure,
@@ -25,6 +28,7 @@ func Factory() collector.Factory {
 		Help:      "Per-job memory, CPU, throttling, pressure, block IO and pids from cgroupfs",
 		DefaultIn: []collector.Mode{collector.ModeNode},
 		NeedsJobs: true,
+		Needs:     []string{jobcgroup.Name},
 		Descs:     func() []*collector.Desc { return collector.DescsOf(newCgroupDescs()) },
 		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
 			workers := new(int)
@@ -35,7 +39,12 @@ func Factory() collector.Factory {
 					// idle node that reports 0 jobs with success 1.
 					return nil, collector.WithCause(NoHierarchy, errNoHierarchy)
 				}
-				return New(Options{Workers: *workers, SysFS: env.SysFS, PerCoreFromEBPF: env.BPF != nil, Level: env.Level}), nil
+				usage, err := provide.Need[*jobcgroup.Provider](env.Providers, jobcgroup.Name)
+				if err != nil {
+					return nil, err
+				}
+				_, ebpf := provide.Loaded[*ebpfprogs.Provider](env.Providers, ebpfprogs.Name)
+				return New(Options{Workers: *workers, SysFS: env.SysFS, PerCoreFromEBPF: ebpf, Level: env.Level, Usage: usage}), nil
 			}
 		},
 	}
@@ -59,6 +68,9 @@ type Options struct {
 	// Level is --metrics.level: basic leaves out the breakdowns (and does
 	// not read the files only they need).
 	Level collector.Level
+	// Usage reads the job's CPU, memory and cores, shared with the other
+	// collectors (nil: a reader of its own).
+	Usage *jobcgroup.Provider
 }
 
 type cgroupCollector struct {
@@ -81,6 +93,9 @@ func New(opts Options) collector.Collector {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Usage == nil {
+		opts.Usage = jobcgroup.New()
+	}
 	c := &cgroupCollector{opts: opts, d: newCgroupDescs(), devices: newDeviceNames(opts.SysFS),
 		state: collector.NewState(newJobState), pool: collector.NewJobPool(opts.Workers)}
 	c.readers.New = func() any { return cgroupfs.NewReader() }
@@ -93,7 +108,7 @@ func (c *cgroupCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metr
 		ch <- infoMetric(&c.d, j)
 		r := c.readers.Get().(*cgroupfs.Reader)
 		defer c.readers.Put(r)
-		jr := &jobReader{Files: cgroupfs.NewFiles(r, s.Problem), r: r, s: s, out: collector.NewOut(ch, c.opts.Level), d: &c.d, job: j,
+		jr := &jobReader{Files: cgroupfs.NewFiles(r, s.Problem), r: r, s: s, out: collector.NewOut(ch, c.opts.Level), d: &c.d, job: j, usageP: c.opts.Usage,
 			devices: c.devices, series: s.Series(j), state: c.state.Job(s, j), now: c.opts.Now}
 		defer jr.Close()
 		if j.Version == 2 {

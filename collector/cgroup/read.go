@@ -10,6 +10,7 @@ import (
 	"github.com/jobscope/jobscope/cgroupfs"
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/discovery"
+	"github.com/jobscope/jobscope/provide/jobcgroup"
 )
 
 // jobReader reads one job's cgroup files during one scrape.
@@ -20,6 +21,7 @@ type jobReader struct {
 	out     collector.Out // drops what --metrics.level leaves out
 	d       *cgroupDescs
 	job     *discovery.Job
+	usageP  *jobcgroup.Provider
 	devices *deviceNames
 	series  *collector.JobSeries
 	state   *collector.Entry[jobState]
@@ -48,8 +50,8 @@ func (jr *jobReader) uintFile(dir, name string, desc *collector.Desc, t promethe
 // usage emits the scrape's shared reading of the job's CPU, memory and
 // cores (read once for every collector), and reports its bad files here,
 // where the series they would have given are missing.
-func (jr *jobReader) usage() *collector.Usage {
-	u := jr.s.UsageFrom(jr.job, jr.Files)
+func (jr *jobReader) usage() *jobcgroup.Usage {
+	u := jr.usageP.UsageFrom(jr.s, jr.job, jr.Files)
 	for _, p := range u.Problems {
 		jr.s.Problem(p.Cause, p.Err)
 	}
@@ -58,19 +60,19 @@ func (jr *jobReader) usage() *collector.Usage {
 		return u
 	}
 	for _, f := range [...]struct {
-		has  collector.UsageFields
+		has  jobcgroup.UsageFields
 		desc *collector.Desc
 		v    float64
 		mode string
 	}{
-		{collector.HasMemory, jr.d.memUsage, u.Memory, ""},
-		{collector.HasCPU, jr.d.cpuUsage, u.CPU, ""},
-		{collector.HasUser, jr.d.cpuMode, u.User, "user"},
-		{collector.HasSystem, jr.d.cpuMode, u.System, "system"},
-		{collector.HasPeriods, jr.d.cpuPeriods, u.Periods, ""},
-		{collector.HasThrottled, jr.d.cpuThrottled, u.Throttled, ""},
-		{collector.HasThrottledTime, jr.d.cpuThrottledTime, u.ThrottledTime, ""},
-		{collector.HasCPUs, jr.d.cpus, float64(len(u.CPUs)), ""},
+		{jobcgroup.HasMemory, jr.d.memUsage, u.Memory, ""},
+		{jobcgroup.HasCPU, jr.d.cpuUsage, u.CPU, ""},
+		{jobcgroup.HasUser, jr.d.cpuMode, u.User, "user"},
+		{jobcgroup.HasSystem, jr.d.cpuMode, u.System, "system"},
+		{jobcgroup.HasPeriods, jr.d.cpuPeriods, u.Periods, ""},
+		{jobcgroup.HasThrottled, jr.d.cpuThrottled, u.Throttled, ""},
+		{jobcgroup.HasThrottledTime, jr.d.cpuThrottledTime, u.ThrottledTime, ""},
+		{jobcgroup.HasCPUs, jr.d.cpus, float64(len(u.CPUs)), ""},
 	} {
 		switch {
 		case u.Has&f.has == 0:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/internal/flagval"
+	"github.com/jobscope/jobscope/provide/slurm"
 	"github.com/jobscope/jobscope/slurmcli"
 )
 
@@ -24,9 +25,9 @@ func QueueWaitFactory(sh *shared) collector.Factory {
 		Name:      "slurm_queue_wait",
 		Help:      "How long pending jobs have waited (by partition), the waits of jobs that started (by partition and QOS), the most common pending reasons, and jobs submitted, from the squeue snapshot (cached) and, for jobs squeue never listed, sacct",
 		DefaultIn: []collector.Mode{collector.ModeController},
+		Needs:     []string{slurm.Name},
 		Descs:     func() []*collector.Desc { return newSlurmQueueWait(nil, 0).descs() },
 		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
-			sh.flags(fs)
 			top := new(int)
 			flagval.Int(fs, top, "collector.slurm_queue_wait.pending-reasons.top", 10, 1,
 				"slurm_queue_wait collector: slurm_queue_pending_reasons lists this many reasons, the most common first; the rest add up under reason=\"other\".")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/internal/flagval"
+	"github.com/jobscope/jobscope/provide/slurm"
 	"github.com/jobscope/jobscope/slurmcli"
 )
 
@@ -22,9 +23,9 @@ func SacctFactory(sh *shared) collector.Factory {
 		Name:      "slurm_sacct",
 		Help:      "Jobs ended since --collector.slurm_sacct.since by final state, partition and account, from incremental sacct queries: one per poll interval, each asking only for jobs that ended since the previous one (cached)",
 		DefaultIn: []collector.Mode{collector.ModeController},
+		Needs:     []string{slurm.Name},
 		Descs:     func() []*collector.Desc { return newSlurmSacct(nil).descs() },
 		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
-			sh.flags(fs)
 			since := new(string)
 			flagval.String(fs, since, "collector.slurm_sacct.since", "24 hours ago",
 				"slurm_sacct collector: count jobs that ended since this time: relative (\"24 hours ago\", \"7 days ago\", \"1 week ago\", 24h), a date or time in the local zone (2026-01-01, 2026-01-01T06:30:00), RFC 3339, \"now\" or a Unix time.", checkSince)

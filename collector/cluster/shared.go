@@ -5,30 +5,23 @@ package cluster
 import (
 	"errors"
 	"fmt"
-	"log/slog"
-	"path/filepath"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
-	"github.com/jobscope/jobscope/internal/flagval"
 	"github.com/jobscope/jobscope/internal/poll"
+	"github.com/jobscope/jobscope/provide"
+	"github.com/jobscope/jobscope/provide/slurm"
 	"github.com/jobscope/jobscope/slurmcli"
 )
 
-// shared is what the cluster collectors share: the --slurm.* flags and one
-// Slurm command cache, built by the first of them constructed.
+// shared is what the cluster collectors share: one Slurm command cache,
+// the Slurm provider's (which owns the --slurm.* flags), or one a test
+// hands in with a fake clock.
 type shared struct {
-	flagsOnce sync.Once
-	fs        *pflag.FlagSet
-
-	cacheOnce sync.Once
-	cache     *slurmcli.Cache
-	err       error
+	cache *slurmcli.Cache
 }
 
 // Factories returns the cluster collectors' factories, in the order --help
@@ -41,104 +34,17 @@ func factories(sh *shared) []collector.Factory {
 		NodeFactory(sh), QueueWaitFactory(sh), ReservationsFactory(sh), LicensesFactory(sh)}
 }
 
-// slurmCommandNames are the commands --slurm.command-path may point elsewhere.
-var slurmCommandNames = map[string]bool{"squeue": true, "sinfo": true, "sshare": true, "sdiag": true, "scontrol": true, "sacct": true}
-
-// flags registers the --slurm.* flags once for all cluster collectors.
-func (sh *shared) flags(fs *pflag.FlagSet) {
-	sh.flagsOnce.Do(func() { sh.fs = fs; slurmFlags(fs) })
-}
-
-func slurmFlags(fs *pflag.FlagSet) {
-	var poll, maxAge, timeout time.Duration
-	var format string
-	flagval.Duration(fs, &poll, "slurm.poll-interval", 30*time.Second, 1,
-		"Controller mode: run each Slurm command at most once per this interval, whatever the number of scrapes.")
-	flagval.Duration(fs, &maxAge, "slurm.max-age", 10*time.Minute, 0,
-		"Controller mode: while Slurm commands fail, keep serving their last good values (with jobscope_slurm_snapshot_age_seconds) up to this age, then drop them; 0 keeps them forever.")
-	flagval.Duration(fs, &timeout, "slurm.command-timeout", 20*time.Second, 1,
-		"Controller mode: kill a Slurm command (its whole process group) after this long.")
-	flagval.Enum(fs, &format, "slurm.format", string(slurmcli.FormatAuto), []string{string(slurmcli.FormatAuto), string(slurmcli.FormatJSON), string(slurmcli.FormatText)},
-		"Controller mode: output format of squeue and sinfo: auto (JSON, text if the version refuses --json), json or text.")
-	flagval.String(fs, new(string), "slurm.bin-dir", "",
-		"Controller mode: directory of the Slurm commands (default: looked up in PATH); a given one must exist.", flagval.Optional(flagval.Dir))
-	fs.StringToString("slurm.command-path", nil,
-		"Controller mode: path of single Slurm commands, e.g. squeue=/opt/slurm/bin/squeue; each must exist.")
-	flagval.Check(fs, "slurm.command-path", flagval.Each(checkCommandPath))
-}
-
-// checkCommandPath accepts one name=path of --slurm.command-path: a Slurm
-// command jobscope runs, and an absolute path to an existing file.
-func checkCommandPath(kv string) error {
-	name, p, ok := strings.Cut(kv, "=")
-	switch {
-	case !ok:
-		return errors.New("want command=path")
-	case !slurmCommandNames[name]:
-		return fmt.Errorf("unknown command %q", name)
-	case !filepath.IsAbs(p):
-		return fmt.Errorf("%s is not an absolute path", p)
-	}
-	return flagval.File(p)
-}
-
-// slurmRunnerFromFlags builds the cluster collectors' command runner from
-// the --slurm.* flags (bin dir, command paths, timeout).
-func slurmRunnerFromFlags(fs *pflag.FlagSet, log *slog.Logger) (*slurmcli.Runner, error) {
-	if fs.Lookup("slurm.command-timeout") == nil {
-		return nil, fmt.Errorf("--slurm.* flags are not registered")
-	}
-	timeout, _ := fs.GetDuration("slurm.command-timeout")
-	binDir, _ := fs.GetString("slurm.bin-dir")
-	paths, _ := fs.GetStringToString("slurm.command-path")
-	if timeout <= 0 {
-		return nil, fmt.Errorf("--slurm.command-timeout must be positive, got %s", timeout)
-	}
-	for name, p := range paths {
-		if !slurmCommandNames[name] {
-			return nil, fmt.Errorf("--slurm.command-path: unknown command %q", name)
-		}
-		if !filepath.IsAbs(p) {
-			return nil, fmt.Errorf("--slurm.command-path: %s=%q is not an absolute path", name, p)
-		}
-	}
-	return &slurmcli.Runner{BinDir: binDir, Paths: paths, Timeout: timeout, Logger: log}, nil
-}
-
-// cacheFor returns the shared cache, building it from the flags the first
-// time.
+// cacheFor returns the shared cache: the Slurm provider's, started once
+// for every cluster collector.
 func (sh *shared) cacheFor(env *collector.Env) (*slurmcli.Cache, error) {
-	sh.cacheOnce.Do(func() {
-		if sh.cache != nil {
-			return // tests hand in a cache with a fake clock
-		}
-		sh.cache, sh.err = newCache(sh.fs, env.Logger)
-		if sh.err != nil {
-			sh.err = collector.BadFlag(sh.err) // every cause is an option value
-		}
-	})
-	return sh.cache, sh.err
-}
-
-func newCache(fs *pflag.FlagSet, log *slog.Logger) (*slurmcli.Cache, error) {
-	interval, _ := fs.GetDuration("slurm.poll-interval")
-	maxAge, _ := fs.GetDuration("slurm.max-age")
-	formatStr, _ := fs.GetString("slurm.format")
-	if interval <= 0 {
-		return nil, fmt.Errorf("--slurm.poll-interval must be positive, got %s", interval)
+	if sh.cache != nil {
+		return sh.cache, nil // tests hand in a cache with a fake clock
 	}
-	if maxAge < 0 {
-		return nil, fmt.Errorf("--slurm.max-age must not be negative, got %s", maxAge)
-	}
-	format, err := slurmcli.ParseFormat(formatStr)
+	p, err := provide.Need[*slurm.Provider](env.Providers, slurm.Name)
 	if err != nil {
-		return nil, fmt.Errorf("--slurm.format: %w", err)
+		return nil, collector.BadFlag(err) // every cause is an option value
 	}
-	runner, err := slurmRunnerFromFlags(fs, log)
-	if err != nil {
-		return nil, err
-	}
-	return slurmcli.NewCache(slurmcli.CacheConfig{Runner: runner, Interval: interval, MaxAge: maxAge, Format: format, Logger: log}), nil
+	return p.Cache(), nil
 }
 
 // slurmFactory builds the factory of a cluster collector that reads one
@@ -148,9 +54,9 @@ func slurmFactory(sh *shared, name, help string, src slurmcli.Source, build func
 		Name:      name,
 		Help:      help,
 		DefaultIn: []collector.Mode{collector.ModeController},
+		Needs:     []string{slurm.Name},
 		Descs:     func() []*collector.Desc { return build(nil).descs() },
-		Flags: func(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
-			sh.flags(fs)
+		Flags: func(*pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) {
 			return func(env *collector.Env) (collector.Collector, error) {
 				c, err := sh.cacheFor(env)
 				if err != nil {

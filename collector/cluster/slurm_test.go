@@ -18,6 +18,8 @@ import (
 
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/internal/testutil"
+	"github.com/jobscope/jobscope/provide"
+	"github.com/jobscope/jobscope/provide/slurm"
 	"github.com/jobscope/jobscope/slurmcli"
 	"github.com/jobscope/jobscope/slurmcli/slurmclitest"
 )
@@ -44,11 +46,17 @@ func slurmExporter(t testing.TB, sh *shared, args ...string) *collector.Exporter
 	t.Helper()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	set := collector.RegisterFlags(fs, factories(sh))
+	provs := provide.NewSet(slurm.New())
+	set.RegisterProviderFlags(provs)
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
 	names := set.Enabled(collector.ModeController)
-	cs := set.Build(&collector.Env{}, names, func(n string, err error) { t.Fatalf("build %s: %v", n, err) })
+	if err := provs.Start(&provide.Env{}, set.Needs(names)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = provs.Close() })
+	cs := set.Build(&collector.Env{Providers: provs}, names, func(n string, err error) { t.Fatalf("build %s: %v", n, err) })
 	exp := collector.NewExporter(cs, collector.Options{Problems: collector.NewProblems(nil), Info: collector.BuildInfo{Version: "test", Revision: "test", GoVersion: "go"}})
 	t.Cleanup(exp.Close)
 	return exp

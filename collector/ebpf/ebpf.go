@@ -3,9 +3,6 @@
 package ebpf
 
 import (
-	"errors"
-	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
 
@@ -15,42 +12,20 @@ import (
 	"github.com/jobscope/jobscope/bpf"
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/discovery"
-	"github.com/jobscope/jobscope/internal/flagval"
+	"github.com/jobscope/jobscope/provide"
+	"github.com/jobscope/jobscope/provide/ebpfprogs"
+	"github.com/jobscope/jobscope/provide/jobcgroup"
 )
 
-// Options configure the eBPF programs.
-type Options struct {
-	PinPath      string
-	MaxJobs      uint32
-	Stats        bool
-	Network      bool
-	V1Controller string
-	// Features answers what the kernel supports (nil: probe it); tests
-	// force a kernel without a feature.
-	Features bpf.Features
-}
-
-// RegisterFlags adds the --bpf.* flags. cmd registers them and loads the
-// programs (Load) before the collectors are built: the cgroup and process
-// collectors need to know whether they are loaded.
-func RegisterFlags(fs *pflag.FlagSet) *Options {
-	o := &Options{}
-	flagval.String(fs, &o.PinPath, "bpf.pin-path", "/sys/fs/bpf/jobscope", "bpffs directory the ebpf collector pins its maps in, so a restart carries the counters on (\"\" pins nothing); an absolute path, created when missing. bpffs is mounted at /sys/fs/bpf if nothing is mounted there.", flagval.Optional(flagval.Abs))
-	fs.Uint32Var(&o.MaxJobs, "bpf.max-jobs", 1024, "Job cgroups the ebpf counter map holds; more are counted in jobscope_bpf_map_overflows_total.")
-	fs.BoolVar(&o.Stats, "bpf.stats", false, "Turn on the kernel's BPF run-time statistics (kernel.bpf_stats_enabled, ~20 ns per program run) for jobscope_bpf_program_* metrics.")
-	fs.BoolVar(&o.Network, "bpf.network", true, "Count job network traffic (cgroup_skb programs on the cgroup v2 root).")
-	flagval.Enum(fs, &o.V1Controller, "bpf.v1-controller", "cpuacct", []string{"cpuacct", "memory"}, "cgroup v1 hierarchy that keys jobs on v1 and hybrid hosts (cpuacct or memory; the other is used when it is not mounted).")
-	return o
-}
-
-// Factory describes the ebpf collector. Its programs are loaded by cmd
-// (Load) and reach it on Env.BPF.
+// Factory describes the ebpf collector. Its programs are loaded by their
+// provider (ebpfprogs), which owns the --bpf.* flags.
 func Factory() collector.Factory {
 	return collector.Factory{
 		Name:      "ebpf",
 		Help:      "Per-job CPU time per core, IO and network counters from CO-RE eBPF programs (needs root and kernel BTF)",
 		DefaultIn: []collector.Mode{collector.ModeNode},
 		NeedsJobs: true,
+		Needs:     []string{jobcgroup.Name, ebpfprogs.Name},
 		Descs:     func() []*collector.Desc { return collector.DescsOf(newEBPFDescs()) },
 		Flags:     func(*pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) { return New },
 	}
@@ -62,92 +37,31 @@ type ebpfCollector struct {
 	// keyOf gives the map key of a job (false: the job has no directory
 	// in a hierarchy the programs key by, or it vanished).
 	keyOf func(j *discovery.Job) (bpf.Key, bool)
+	usage *jobcgroup.Provider // the job's cores
 	d     ebpfDescs
 	level collector.Level // the descriptors say what each level emits
 }
 
-// New builds the collector over the programs cmd loaded; when loading
-// failed, it returns why, and the framework logs it once and reports the
-// collector unavailable.
+// New builds the collector over the programs their provider loaded; when
+// loading failed, it returns why, and the framework logs it once and
+// reports the collector unavailable.
 func New(env *collector.Env) (collector.Collector, error) {
-	if env.BPF == nil {
-		if env.BPFErr != nil {
-			return nil, env.BPFErr
-		}
-		return nil, errors.New("eBPF programs not loaded")
-	}
-	return newEBPFCollector(env.BPF.Reader, env.BPF.Key, env.Level), nil
-}
-
-// Load loads and attaches the programs for the node's cgroup layout. Any
-// failure (no root, no BTF, a verifier rejection) is returned.
-func Load(env *collector.Env, o Options) (*collector.BPF, error) {
-	layout := env.Layout
-	v1 := ""
-	for _, c := range []string{o.V1Controller, bpf.V1Cpuacct, bpf.V1Memory} {
-		if (c == bpf.V1Cpuacct || c == bpf.V1Memory) && layout.V1[c] != "" {
-			v1 = c
-			break
-		}
-	}
-	var hier uint32
-	if v1 != "" {
-		h, err := bpf.V1Hierarchy(procFS(env), v1)
-		if err != nil {
-			return nil, fmt.Errorf("v1 hierarchy of %s: %w", v1, err)
-		}
-		hier = h
-	}
-	cfg := bpf.Config{PinPath: o.PinPath, MaxJobs: o.MaxJobs, V1Subsys: v1, V1JobLevel: 3, Stats: o.Stats, Features: o.Features, Log: env.Logger}
-	if layout.V2 != "" {
-		// system.slice/[<node>_]slurmstepd.scope/{job_<id>,<SLUID>}.
-		cfg.V2JobLevel = 3
-		if o.Network {
-			cfg.CgroupV2 = layout.V2
-		}
-	}
-	objs, err := bpf.Load(cfg)
+	progs, err := provide.Need[*ebpfprogs.Provider](env.Providers, ebpfprogs.Name)
 	if err != nil {
 		return nil, err
 	}
-	if env.Logger != nil {
-		args := []any{"v2", layout.V2, "v1_controller", v1, "pinned", o.PinPath, "reused_pins", objs.Reused(), "programs", objs.Attached()}
-		if nerr := objs.NetworkErr(); nerr != nil {
-			args = append(args, "network", nerr.Error())
-		}
-		env.Logger.Info("ebpf collector loaded", args...)
-		if lerr := objs.LiveErr(); lerr != nil {
-			env.Logger.Warn("ebpf: CPU time is counted at switch-out only", "cause", lerr.Error())
-		}
+	usage, err := provide.Need[*jobcgroup.Provider](env.Providers, jobcgroup.Name)
+	if err != nil {
+		return nil, err
 	}
-	return &collector.BPF{Reader: objs, Key: dirKeys(v1, hier), Close: objs.Close}, nil
+	return newEBPFCollector(progs.Reader, progs.Key, usage, env.Level), nil
 }
 
-func procFS(env *collector.Env) string {
-	if env.ProcFS != "" {
-		return env.ProcFS
+func newEBPFCollector(r bpf.Reader, keyOf func(*discovery.Job) (bpf.Key, bool), usage *jobcgroup.Provider, level collector.Level) *ebpfCollector {
+	if usage == nil {
+		usage = jobcgroup.New()
 	}
-	return "/proc"
-}
-
-// dirKeys keys v2 jobs by their directory's inode and v1 jobs by the inode
-// of their directory in the chosen hierarchy.
-func dirKeys(v1 string, hier uint32) func(j *discovery.Job) (bpf.Key, bool) {
-	return func(j *discovery.Job) (bpf.Key, bool) {
-		dir, h := j.Dir, uint32(0)
-		if j.Version == 1 {
-			dir, h = j.V1[v1], hier
-		}
-		if dir == "" || (j.Version == 1 && v1 == "") {
-			return bpf.Key{}, false
-		}
-		k, err := bpf.DirKey(h, filepath.Clean(dir))
-		return k, err == nil
-	}
-}
-
-func newEBPFCollector(r bpf.Reader, keyOf func(*discovery.Job) (bpf.Key, bool), level collector.Level) *ebpfCollector {
-	return &ebpfCollector{reader: r, keyOf: keyOf, d: newEBPFDescs(), level: level}
+	return &ebpfCollector{reader: r, keyOf: keyOf, usage: usage, d: newEBPFDescs(), level: level}
 }
 
 func (c *ebpfCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
@@ -164,7 +78,7 @@ func (c *ebpfCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric
 		if cnt == nil {
 			continue // nothing ran in the job since the programs were attached
 		}
-		c.emitJob(ch, s.Series(j), cnt, snap.Self.Network, s.Usage(j).CPUs)
+		c.emitJob(ch, s.Series(j), cnt, snap.Self.Network, c.usage.Usage(s, j).CPUs)
 	}
 	c.emitSelf(ch, &snap.Self)
 	return nil

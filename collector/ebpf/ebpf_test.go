@@ -19,6 +19,9 @@ import (
 	"github.com/jobscope/jobscope/collector/collectortest"
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/internal/testutil"
+	"github.com/jobscope/jobscope/provide"
+	"github.com/jobscope/jobscope/provide/ebpfprogs"
+	"github.com/jobscope/jobscope/provide/jobcgroup"
 )
 
 // cannedReader hands the collector a fixed snapshot.
@@ -48,7 +51,7 @@ func cannedEBPF(level collector.Level) (*ebpfCollector, []*discovery.Job) {
 	c := newEBPFCollector(cannedReader{snap}, func(j *discovery.Job) (bpf.Key, bool) {
 		k, ok := keys[j.ID]
 		return k, ok
-	}, level)
+	}, nil, level)
 	return c, jobs
 }
 
@@ -82,19 +85,21 @@ func TestEBPFGolden(t *testing.T) {
 	}
 }
 
-// TestEBPFUnavailable checks the degrade path: Load fails naming the cause
-// (cmd keeps it on Env), and the collector's constructor returns it, which
-// the framework logs once, reporting success 0. A pin path off bpffs fails
-// with or without root, before any program is loaded.
+// TestEBPFUnavailable checks the degrade path: the provider's Start fails
+// naming the cause (the set keeps it), and the collector's constructor
+// returns it, which the framework logs once, reporting success 0. A pin
+// path off bpffs fails with or without root, before any program is loaded.
 func TestEBPFUnavailable(t *testing.T) {
-	env := &collector.Env{}
-	b, err := Load(env, Options{PinPath: filepath.Join(t.TempDir(), "pins"), MaxJobs: 8})
+	progs := ebpfprogs.New()
+	progs.Opts = ebpfprogs.Options{PinPath: filepath.Join(t.TempDir(), "pins"), MaxJobs: 8}
+	set := provide.Started(&provide.Env{}, jobcgroup.New(), progs)
+	defer set.Close()
+	_, err := provide.Need[*ebpfprogs.Provider](set, ebpfprogs.Name)
 	if err == nil {
-		_ = b.Close()
 		t.Fatal("loaded with a pin path outside bpffs")
 	}
 	t.Logf("unavailable as expected: %v", err)
-	env.BPFErr = err
+	env := &collector.Env{Providers: set}
 	if _, cerr := New(env); !errors.Is(cerr, err) {
 		t.Errorf("constructor error %v, want the load error", cerr)
 	}

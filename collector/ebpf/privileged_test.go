@@ -19,6 +19,9 @@ import (
 
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/discovery"
+	"github.com/jobscope/jobscope/provide"
+	"github.com/jobscope/jobscope/provide/ebpfprogs"
+	"github.com/jobscope/jobscope/provide/jobcgroup"
 )
 
 // TestEBPFCollectorPrivileged loads the real programs, runs a burner in a
@@ -65,12 +68,14 @@ func TestEBPFCollectorPrivileged(t *testing.T) {
 	mk(filepath.Join(v2Job, "step_0", "user", "task_0"))
 	mk(filepath.Join(sluidJob, "step_0", "user", "task_0"))
 
-	env := &collector.Env{ProcFS: "/proc", Layout: layout}
-	env.BPF, env.BPFErr = Load(env, Options{MaxJobs: 64, Network: true, V1Controller: "cpuacct"})
-	if env.BPFErr != nil {
-		t.Fatalf("loading: %v", env.BPFErr)
+	progs := ebpfprogs.New()
+	progs.Opts = ebpfprogs.Options{MaxJobs: 64, Network: true, V1Controller: "cpuacct"}
+	set := provide.Started(&provide.Env{ProcFS: "/proc", Layout: layout}, jobcgroup.New(), progs)
+	if _, err := provide.Need[*ebpfprogs.Provider](set, ebpfprogs.Name); err != nil {
+		t.Fatalf("loading: %v", err)
 	}
-	defer env.BPF.Close()
+	defer set.Close()
+	env := &collector.Env{ProcFS: "/proc", Layout: layout, Providers: set}
 	c, err := New(env)
 	if err != nil {
 		t.Fatal(err)

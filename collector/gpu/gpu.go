@@ -15,24 +15,27 @@ import (
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/gpu"
+	"github.com/jobscope/jobscope/provide"
+	"github.com/jobscope/jobscope/provide/gpus"
 )
 
 // Factory describes the gpu collector: NVIDIA GPUs per job, and GPUs
-// that belong to no job. cmd opens the backend (Open) and hands it in on
-// Env.GPU.
+// that belong to no job. The backend is the gpus provider's, which owns
+// the --gpu.* flags.
 func Factory() collector.Factory {
 	return collector.Factory{
 		Name:      "gpu",
 		Help:      "NVIDIA GPUs and MIG instances per job (NVML or DCGM), and GPUs no job holds",
 		DefaultIn: []collector.Mode{collector.ModeNode},
 		NeedsJobs: true,
+		Needs:     []string{gpus.Name},
 		Descs:     func() []*collector.Desc { return newGPUDescs().all() },
 		Flags:     func(*pflag.FlagSet) func(env *collector.Env) (collector.Collector, error) { return New },
 	}
 }
 
 type gpuCollector struct {
-	source  collector.GPUSource
+	source  *gpus.Provider
 	openErr error // why there is no backend (no driver: each scrape says no data)
 	d       gpuDescs
 
@@ -54,25 +57,24 @@ type xidCount struct {
 	labels []string // device labels when last seen
 }
 
-// New builds the collector over the GPU source cmd opened. A node without
+// New builds the collector over the GPU provider's backend. A node without
 // a GPU library or driver still gets a collector: each scrape then reports
 // success 0 with one log line in all; a configuration mistake makes it
 // unavailable, said once at start-up.
 func New(env *collector.Env) (collector.Collector, error) {
 	c := &gpuCollector{
-		source:  env.GPU,
 		d:       newGPUDescs(),
 		xidJob:  collector.NewState(func() *jobXid { return &jobXid{} }),
 		xidNode: map[xidKey]float64{},
 	}
+	src, err := provide.Need[*gpus.Provider](env.Providers, gpus.Name)
 	switch {
-	case env.GPU != nil:
-	case errors.Is(env.GPUErr, gpu.ErrNoDevice):
-		c.openErr = env.GPUErr
-	case env.GPUErr != nil:
-		return nil, env.GPUErr
+	case err == nil:
+		c.source = src
+	case errors.Is(err, gpu.ErrNoDevice):
+		c.openErr = err
 	default:
-		return nil, errors.New("GPU backend not opened")
+		return nil, err
 	}
 	return c, nil
 }
@@ -81,15 +83,12 @@ func (c *gpuCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric)
 	if c.source == nil {
 		return fmt.Errorf("%w: %v", collector.ErrNoData, c.openErr)
 	}
-	rd, err := s.GPU()
+	rd, err := c.source.Read(s)
 	if err != nil {
 		return err
 	}
-	if rd == nil {
-		return errors.New("the scrape has no GPU source")
-	}
 	for _, e := range rd.Errors {
-		s.Problem(c.source.Name()+"_"+e.Call, e)
+		s.Problem(c.source.Backend()+"_"+e.Call, e)
 	}
 	for _, p := range rd.Problems {
 		s.Problem(p.Cause, p.Err)
@@ -99,14 +98,14 @@ func (c *gpuCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric)
 	for _, j := range jobs {
 		byID[j.ID] = j
 	}
-	backend := c.source.Name()
+	backend := c.source.Backend()
 	if rd.Via != "" {
 		backend = rd.Via // DCGM is away and NVML answers meanwhile
 	}
 	age := 0.0
 	if rd.Stale {
 		age = rd.Age.Seconds()
-		s.Problem("stale_snapshot", fmt.Errorf("%s unreachable: serving the snapshot read %s ago", c.source.Name(), rd.Age.Round(time.Second)))
+		s.Problem("stale_snapshot", fmt.Errorf("%s unreachable: serving the snapshot read %s ago", c.source.Backend(), rd.Age.Round(time.Second)))
 	}
 	ch <- c.d.age.Gauge(age)
 	byUUID := make(map[string]*gpu.Device, len(rd.Devices))
@@ -169,7 +168,7 @@ func deviceLabelValues(d *gpu.Device) []string {
 // collectXid attributes new Xid events to the job that holds the device
 // now, keeps the counts, and emits them. Counts of ended jobs go with the
 // job's state.
-func (c *gpuCollector) collectXid(s *collector.Scrape, ch chan<- prometheus.Metric, rd *collector.GPUReading,
+func (c *gpuCollector) collectXid(s *collector.Scrape, ch chan<- prometheus.Metric, rd *gpus.Reading,
 	byUUID map[string]*gpu.Device, byID map[string]*discovery.Job) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

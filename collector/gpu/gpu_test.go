@@ -19,6 +19,8 @@ import (
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/gpu"
 	"github.com/jobscope/jobscope/internal/testutil"
+	"github.com/jobscope/jobscope/provide"
+	"github.com/jobscope/jobscope/provide/gpus"
 )
 
 // gpuFixture builds an exporter with only the gpu collector over
@@ -28,18 +30,21 @@ func gpuFixture(t testing.TB, node string, open func(gpu.Config) (gpu.Backend, e
 	root := filepath.Join("..", "..", "testdata", "gpu", node)
 	disc := collectortest.Discoverer(t, root)
 	env := &collector.Env{ProcFS: filepath.Join(root, "proc")}
-	c, err := build(env, Options{Backend: "auto", MappingDir: filepath.Join(root, "mapping"), Open: open})
+	c, err := build(env, gpus.Options{Backend: "auto", MappingDir: filepath.Join(root, "mapping"), Open: open})
 	if err != nil {
 		t.Fatal(err)
 	}
 	problems := collector.NewProblems(nil)
-	exp := collector.NewExporter(map[string]collector.Collector{"gpu": c}, collector.Options{Discoverer: disc, GPU: env.GPU, Problems: problems, Info: collector.BuildInfo{Version: "test", Revision: "test", GoVersion: "go"}})
+	exp := collector.NewExporter(map[string]collector.Collector{"gpu": c}, collector.Options{Discoverer: disc, Problems: problems, Info: collector.BuildInfo{Version: "test", Revision: "test", GoVersion: "go"}})
 	return exp, problems
 }
 
-// build opens the GPU source onto env and builds the collector, as cmd does.
-func build(env *collector.Env, o Options) (collector.Collector, error) {
-	env.GPU, env.GPUErr = Open(env, o)
+// build starts the GPU provider onto env and builds the collector, as cmd
+// does.
+func build(env *collector.Env, o gpus.Options) (collector.Collector, error) {
+	p := gpus.New()
+	p.Opts = o
+	env.Providers = provide.Started(&provide.Env{ProcFS: env.ProcFS}, p)
 	return New(env)
 }
 
@@ -111,13 +116,13 @@ func TestGPUDemoFixture(t *testing.T) {
 	disc := discovery.New(discovery.Config{Layout: layout, ProcFS: filepath.Join(root, "proc"), PropsDir: filepath.Join(root, "props"),
 		LookupUser: func(int) (string, error) { return "", errors.New("none") }, ProcOwner: collectortest.FixtureOwner})
 	env := &collector.Env{ProcFS: filepath.Join(root, "proc")}
-	c, err := build(env, Options{
+	c, err := build(env, gpus.Options{
 		Backend: "fake", FakeFile: filepath.Join("..", "..", "testdata", "gpu", "demo.json"),
 		MappingDir: filepath.Join("..", "..", "testdata", "gpu", "demo-mapping")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	exp := collector.NewExporter(map[string]collector.Collector{"gpu": c}, collector.Options{Discoverer: disc, GPU: env.GPU, Problems: collector.NewProblems(nil)})
+	exp := collector.NewExporter(map[string]collector.Collector{"gpu": c}, collector.Options{Discoverer: disc, Problems: collector.NewProblems(nil)})
 	g := collectortest.Gatherer(exp)
 	out := string(testutil.Exposition(t, g))
 	for _, want := range []string{
@@ -139,7 +144,7 @@ func TestGPUNoDriver(t *testing.T) {
 	noDev := func(gpu.Config) (gpu.Backend, error) {
 		return nil, fmt.Errorf("%w: nvml init: ERROR_LIBRARY_NOT_FOUND", gpu.ErrNoDevice)
 	}
-	c, err := build(&collector.Env{}, Options{Backend: "auto", Open: noDev})
+	c, err := build(&collector.Env{}, gpus.Options{Backend: "auto", Open: noDev})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +168,7 @@ func TestGPUNoDriver(t *testing.T) {
 	}
 
 	// The real thing on this machine: no driver, or no cgo.
-	c, err = build(&collector.Env{}, Options{Backend: "auto"})
+	c, err = build(&collector.Env{}, gpus.Options{Backend: "auto"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,12 +183,12 @@ func TestGPUNoDriver(t *testing.T) {
 }
 
 func TestGPUConfigErrors(t *testing.T) {
-	for _, o := range []Options{{Backend: "cuda"}, {Backend: "fake"}, {Backend: "fake", FakeFile: "/nonexistent.json"}} {
+	for _, o := range []gpus.Options{{Backend: "cuda"}, {Backend: "fake"}, {Backend: "fake", FakeFile: "/nonexistent.json"}} {
 		if _, err := build(&collector.Env{}, o); err == nil {
 			t.Errorf("%+v: no error", o)
 		}
 	}
-	if c, err := build(&collector.Env{}, Options{Backend: "none"}); err != nil || c.(*gpuCollector).source != nil {
+	if c, err := build(&collector.Env{}, gpus.Options{Backend: "none"}); err != nil || c.(*gpuCollector).source != nil {
 		t.Errorf("none: %v", err)
 	}
 }
@@ -224,7 +229,7 @@ func TestGPUXidAttribution(t *testing.T) {
 	c := gpuCollectorOf(t, exp)
 	for i := range collector.StateGrace {
 		ch := make(chan prometheus.Metric, 1000)
-		s := collector.NewScrape(context.Background(), "gpu", collector.ScrapeOptions{Serial: uint64(3 + i), GPU: c.source})
+		s := collector.NewScrape(context.Background(), "gpu", collector.ScrapeOptions{Serial: uint64(3 + i)})
 		if err := c.Collect(s, ch); err != nil {
 			t.Fatal(err)
 		}
@@ -269,38 +274,4 @@ type gpuOtherCollector func(s *collector.Scrape, ch chan<- prometheus.Metric) er
 
 func (f gpuOtherCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
 	return f(s, ch)
-}
-
-// What a job's processes' environments said about its GPUs is kept in the
-// job's state between scrapes (each environ is read once) and goes with
-// the job, by the one grace rule of per-job state.
-func TestGPUEnvStateFollowsJobs(t *testing.T) {
-	_, open := fakeDCGM(t)
-	root := filepath.Join("..", "..", "testdata", "gpu", "node-v2")
-	env := &collector.Env{ProcFS: filepath.Join(root, "proc")}
-	if _, err := build(env, Options{Backend: "auto", MappingDir: filepath.Join(root, "mapping"), Open: open}); err != nil {
-		t.Fatal(err)
-	}
-	src := env.GPU.(*source)
-	jobs := []*discovery.Job{{ID: "300", Version: 2, Dir: "/x/job_300"}, {ID: "301", Version: 2, Dir: "/x/job_301"}}
-	read := func(serial uint64, jobs []*discovery.Job) {
-		if _, err := src.Read(collector.NewScrape(context.Background(), "gpu", collector.ScrapeOptions{Serial: serial, Jobs: jobs})); err != nil {
-			t.Fatal(err)
-		}
-	}
-	read(1, jobs)
-	read(2, jobs)
-	if n := src.seen.Len(); n != 2 {
-		t.Fatalf("%d jobs' environment state, want 2", n)
-	}
-	for s := uint64(3); s < 2+collector.StateGrace; s++ {
-		read(s, nil)
-	}
-	if n := src.seen.Len(); n != 2 {
-		t.Fatalf("state dropped %d scrapes after the jobs ended, before the grace", collector.StateGrace-1)
-	}
-	read(2+collector.StateGrace, nil)
-	if n := src.seen.Len(); n != 0 {
-		t.Errorf("%d ended jobs' state kept", n)
-	}
 }

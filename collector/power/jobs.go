@@ -10,6 +10,7 @@ import (
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/power"
+	"github.com/jobscope/jobscope/provide/jobcgroup"
 )
 
 // perJob reads each job's usage, steps the ledger and emits the per-job
@@ -21,8 +22,8 @@ func (c *powerCollector) perJob(s *collector.Scrape, ch chan<- prometheus.Metric
 	for _, j := range jobs {
 		// The scrape's one reading of the job's cgroup, shared with the
 		// cgroup collector (which reports its bad files).
-		u := s.Usage(j)
-		if u.Has&collector.HasCPU == 0 {
+		u := c.opts.Usage.Usage(s, j)
+		if u.Has&jobcgroup.HasCPU == 0 {
 			if !u.Gone {
 				s.Problem("job_usage", fmt.Errorf("job %s: no CPU time in its cgroup", j.ID))
 			}

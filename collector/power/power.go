@@ -23,6 +23,9 @@ import (
 	"github.com/jobscope/jobscope/internal/flagval"
 	"github.com/jobscope/jobscope/internal/poll"
 	"github.com/jobscope/jobscope/power"
+	"github.com/jobscope/jobscope/provide"
+	"github.com/jobscope/jobscope/provide/gpus"
+	"github.com/jobscope/jobscope/provide/jobcgroup"
 )
 
 // Factory describes the power collector: RAPL and IPMI node power,
@@ -33,6 +36,7 @@ func Factory() collector.Factory {
 		Help:      "Node power from RAPL and IPMI DCMI, per-job energy split by CPU time and memory, GPU energy per job, grid emission factors",
 		DefaultIn: []collector.Mode{collector.ModeNode},
 		NeedsJobs: true,
+		Needs:     []string{jobcgroup.Name},
 		Descs:     func() []*collector.Desc { return collector.DescsOf(newPowerDescs()) },
 		Flags:     registerFlags,
 	}
@@ -66,7 +70,18 @@ func registerFlags(fs *pflag.FlagSet) func(env *collector.Env) (collector.Collec
 		flagval.Alias(fs, "power."+n, "collector.power."+n)
 	}
 	return func(env *collector.Env) (collector.Collector, error) {
-		c, err := New(env, *o)
+		o := *o
+		usage, err := provide.Need[*jobcgroup.Provider](env.Providers, jobcgroup.Name)
+		if err != nil {
+			return nil, err
+		}
+		o.Usage = usage
+		// The GPUs' energy when the gpu collector opened them: one reading
+		// per scrape for both (power does not open a backend of its own).
+		if g, ok := provide.Loaded[*gpus.Provider](env.Providers, gpus.Name); ok {
+			o.GPU = g
+		}
+		c, err := New(env, o)
 		if err != nil {
 			// Every option was checked as it was parsed; what is left is
 			// the environment (the Electricity Maps token), equally fixed
@@ -128,6 +143,16 @@ type Options struct {
 	HTTPClient *http.Client
 	// IPMIOpen opens the IPMI device (tests plug a fake BMC).
 	IPMIOpen func(path string) (power.IPMIDevice, error)
+	// Usage reads the jobs' CPU time and memory, shared with the other
+	// collectors (nil: a reader of its own).
+	Usage *jobcgroup.Provider
+	// GPU is the scrape's GPU reading (nil: no GPU energy).
+	GPU GPUReader
+}
+
+// GPUReader gives the scrape's GPU reading: the gpus provider, or a fake.
+type GPUReader interface {
+	Read(s provide.Scrape) (*gpus.Reading, error)
 }
 
 type powerCollector struct {
@@ -160,6 +185,9 @@ func New(env *collector.Env, o Options) (collector.Collector, error) {
 	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{}
+	}
+	if o.Usage == nil {
+		o.Usage = jobcgroup.New()
 	}
 	policy, err := power.ParsePolicy(o.IdlePolicy)
 	if err != nil {
@@ -275,7 +303,7 @@ func (c *powerCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metri
 	if c.opts.PerJob {
 		jobs = s.Jobs() // discovery may take a while: not under the lock
 	}
-	gpus := gpuEnergy(s) // likewise the scrape's GPU reading
+	gpuDevs := c.gpuEnergy(s) // likewise the scrape's GPU reading
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -285,7 +313,7 @@ func (c *powerCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metri
 	smp.CPUs, smp.Memory = c.cpus, c.memory
 	smp.NodeWatts, smp.HasNode = dcmi.Current, dcmiOK
 	smp.Factor, smp.HasFactor = factor, hasFactor
-	smp.GPUs, smp.HasGPU = gpus, len(gpus) > 0
+	smp.GPUs, smp.HasGPU = gpuDevs, len(gpuDevs) > 0
 	if len(c.zones) == 0 && c.ipmi == nil && !smp.HasGPU {
 		return fmt.Errorf("no RAPL zone under %s and no IPMI source: %w", filepath.Join(c.sysfs(), "class", "powercap"), collector.ErrNoData)
 	}

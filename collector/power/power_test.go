@@ -24,6 +24,8 @@ import (
 	"github.com/jobscope/jobscope/gpu"
 	"github.com/jobscope/jobscope/internal/testutil"
 	"github.com/jobscope/jobscope/power"
+	"github.com/jobscope/jobscope/provide"
+	"github.com/jobscope/jobscope/provide/gpus"
 )
 
 // powerScrape adapts one collector to prometheus.Collector for a registry.
@@ -31,33 +33,32 @@ type powerScrape struct {
 	c        collector.Collector
 	jobs     []*discovery.Job
 	problems *collector.Problems
-	gpus     collector.GPUSource
+	gpus     GPUReader
 	err      *error
 }
 
 func (p powerScrape) Describe(chan<- *prometheus.Desc) {}
 
 func (p powerScrape) Collect(ch chan<- prometheus.Metric) {
-	err := p.c.Collect(scrape(p.jobs, p.problems, p.gpus), ch)
+	err := p.c.Collect(scrape(p.c, p.jobs, p.problems, p.gpus), ch)
 	if p.err != nil {
 		*p.err = err
 	}
 }
 
-func scrape(jobs []*discovery.Job, problems *collector.Problems, gpus collector.GPUSource) *collector.Scrape {
-	return collectortest.ScrapeWith(context.Background(), "power", collector.ScrapeOptions{Jobs: jobs, Problems: problems, GPU: gpus})
+// scrape builds a scrape of jobs in which c reads gpus (nil: no GPU).
+func scrape(c collector.Collector, jobs []*discovery.Job, problems *collector.Problems, gpus GPUReader) *collector.Scrape {
+	c.(*powerCollector).opts.GPU = gpus
+	return collectortest.ScrapeWith(context.Background(), "power", collector.ScrapeOptions{Jobs: jobs, Problems: problems})
 }
 
 // fakeGPUs reads two GPUs: g0 held by job 104, g1 idle; each reading adds
 // 300 J and 50 J.
 type fakeGPUs struct{ n atomic.Int32 }
 
-func (f *fakeGPUs) Name() string { return "fake" }
-func (f *fakeGPUs) Close() error { return nil }
-
-func (f *fakeGPUs) Read(*collector.Scrape) (*collector.GPUReading, error) {
+func (f *fakeGPUs) Read(provide.Scrape) (*gpus.Reading, error) {
 	k := float64(f.n.Add(1) - 1)
-	return &collector.GPUReading{
+	return &gpus.Reading{
 		Snapshot: &gpu.Snapshot{Devices: []gpu.Device{
 			{UUID: "GPU-0000", Values: map[gpu.Field]float64{gpu.EnergyJoules: 1000 + 300*k}},
 			{UUID: "GPU-0001", Values: map[gpu.Field]float64{gpu.EnergyJoules: 10 + 50*k}},
@@ -84,7 +85,7 @@ func powerJobs(root string) []*discovery.Job {
 // scrape1, with IPMI answered by `cat` of a saved ipmi-dcmi output (run
 // like the real tool: exec, no shell), and a fake GPU source for the
 // scrapes.
-func powerFixture(t *testing.T, o Options) (collector.Collector, string, *time.Time, collector.GPUSource) {
+func powerFixture(t *testing.T, o Options) (collector.Collector, string, *time.Time, GPUReader) {
 	t.Helper()
 	root := t.TempDir()
 	testutil.CopyTree(t, "../../testdata/power/node/scrape1", root)
@@ -185,10 +186,10 @@ type flatMetric struct {
 	value  float64
 }
 
-func collectAll(t *testing.T, c collector.Collector, jobs []*discovery.Job, gpus collector.GPUSource) []flatMetric {
+func collectAll(t *testing.T, c collector.Collector, jobs []*discovery.Job, gpus GPUReader) []flatMetric {
 	t.Helper()
 	ch := make(chan prometheus.Metric, 1024)
-	if err := c.Collect(scrape(jobs, collector.NewProblems(nil), gpus), ch); err != nil {
+	if err := c.Collect(scrape(c, jobs, collector.NewProblems(nil), gpus), ch); err != nil {
 		t.Fatal(err)
 	}
 	close(ch)
@@ -324,7 +325,7 @@ func TestPowerRAPLRefused(t *testing.T) {
 	pc := c.(*powerCollector)
 	opts := pc.opts
 	opts.IPMICommand = ""
-	var gpus collector.GPUSource // no GPU
+	var gpus GPUReader // no GPU
 	for _, z := range []string{"intel-rapl:0", "intel-rapl:0:0", "intel-rapl:0:1", "intel-rapl:1", "intel-rapl:1:0"} {
 		f := filepath.Join(root, "sys", "class", "powercap", z, "energy_uj")
 		if err := os.Remove(f); err != nil {
@@ -356,9 +357,9 @@ func TestPowerRAPLRefused(t *testing.T) {
 
 // powerCollectOnce runs one Collect of c over the fixture jobs under root
 // and returns what it emitted.
-func powerCollectOnce(c collector.Collector, root string, problems *collector.Problems, gpus collector.GPUSource) ([]prometheus.Metric, error) {
+func powerCollectOnce(c collector.Collector, root string, problems *collector.Problems, gpus GPUReader) ([]prometheus.Metric, error) {
 	ch := make(chan prometheus.Metric, 256)
-	err := c.Collect(scrape(powerJobs(root), problems, gpus), ch)
+	err := c.Collect(scrape(c, powerJobs(root), problems, gpus), ch)
 	close(ch)
 	var ms []prometheus.Metric
 	for m := range ch {

@@ -149,8 +149,11 @@ func (c *powerCollector) emissions(s *collector.Scrape, ch chan<- prometheus.Met
 // GPU's energy is the node's: several jobs may share it. Without a
 // reading (no GPU source, or it failed: the gpu collector reports that),
 // the GPU part is skipped.
-func gpuEnergy(s *collector.Scrape) []power.GPUDevice {
-	rd, err := s.GPU()
+func (c *powerCollector) gpuEnergy(s *collector.Scrape) []power.GPUDevice {
+	if c.opts.GPU == nil {
+		return nil
+	}
+	rd, err := c.opts.GPU.Read(s)
 	if err != nil || rd == nil {
 		return nil
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/internal/flagval"
+	"github.com/jobscope/jobscope/provide"
+	"github.com/jobscope/jobscope/provide/ebpfprogs"
 )
 
 // procUserHZ is the unit of utime/stime in /proc/<pid>/stat on every Linux
@@ -76,7 +78,7 @@ func Factory() collector.Factory {
 				"Per-job IO from /proc/<pid>/io: auto (only while the ebpf collector is not loaded), on or off.")
 			return func(env *collector.Env) (collector.Collector, error) {
 				o := *o
-				o.EBPFLoaded = env.BPF != nil
+				_, o.EBPFLoaded = provide.Loaded[*ebpfprogs.Provider](env.Providers, ebpfprogs.Name)
 				o.Level = env.Level
 				return New(env, o)
 			}

@@ -23,6 +23,8 @@ import (
 	"github.com/jobscope/jobscope/collector/collectortest"
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/internal/testutil"
+	"github.com/jobscope/jobscope/provide"
+	"github.com/jobscope/jobscope/provide/ebpfprogs"
 )
 
 var rewriteProcFixture = flag.Bool("process.fixture", false, "rewrite testdata/process from the fixture spec in process_fixture_test.go")
@@ -176,7 +178,8 @@ func TestProcessIOFollowsEBPF(t *testing.T) {
 	if v, ok := procValues(t, c, jobs, "100")[ioKey]; !ok || v == 0 {
 		t.Fatalf("IO fallback off without ebpf: %v %v", v, ok)
 	}
-	env.BPF = &collector.BPF{}
+	env.Providers = provide.NewSet()
+	env.Providers.Put(ebpfprogs.New()) // said loaded: no kernel needed
 	if c, err = build(env); err != nil {
 		t.Fatal(err)
 	}

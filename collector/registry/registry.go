@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Package registry lists every collector jobscope has.
+// Package registry lists every collector and every provider (shared input
+// of the collectors) jobscope has.
 package registry
 
 import (
@@ -11,6 +12,11 @@ import (
 	"github.com/jobscope/jobscope/collector/gpu"
 	"github.com/jobscope/jobscope/collector/power"
 	"github.com/jobscope/jobscope/collector/process"
+	"github.com/jobscope/jobscope/provide"
+	"github.com/jobscope/jobscope/provide/ebpfprogs"
+	"github.com/jobscope/jobscope/provide/gpus"
+	"github.com/jobscope/jobscope/provide/jobcgroup"
+	"github.com/jobscope/jobscope/provide/slurm"
 )
 
 // Factories lists every collector jobscope has, in the order --help shows
@@ -23,4 +29,16 @@ func Factories() []collector.Factory {
 		gpu.Factory(),
 		power.Factory(),
 	}, cluster.Factories()...)
+}
+
+// Providers lists every provider, in the order they start (a provider may
+// use those before it). A provider joins by adding its constructor here;
+// it starts only when an enabled collector names it in its Needs.
+func Providers() []provide.Provider {
+	return []provide.Provider{
+		jobcgroup.New(),
+		ebpfprogs.New(),
+		gpus.New(),
+		slurm.New(),
+	}
 }

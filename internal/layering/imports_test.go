@@ -10,37 +10,83 @@ import (
 
 const module = "github.com/jobscope/jobscope"
 
-// layer ranks a package of the module: a package may import its own layer
-// or lower ones, never a higher one.
+// The layers, lowest first. A package may import its own layer or lower
+// ones, never a higher one (and the rules of violation on top).
+const (
+	layerReader    = iota // bpf, gpu, power, slurmcli, cgroupfs, internal/..., fixture generators
+	layerDiscovery        // job discovery and identity
+	layerProvider         // provide (the contract) and provide/* (one shared input each)
+	layerFramework        // collector, and collector/collectortest for the collectors' tests
+	layerCollector        // collector/<name>
+	layerRegistry         // collector/registry
+	layerCommand          // cmd/...
+	layerTool             // contrib and test/...: may use any product package
+)
+
+// layer ranks a package of the module.
 func layer(pkg string) (int, string) {
 	p := strings.TrimPrefix(pkg, module+"/")
 	switch {
 	case p == "discovery" || strings.HasPrefix(p, "discovery/"):
-		return 1, "job discovery"
-	case p == "collector":
-		return 2, "collector framework"
-	case strings.HasPrefix(p, "collector/registry"):
-		return 4, "collector registry"
+		return layerDiscovery, "job discovery"
+	case p == "provide":
+		return layerProvider, "provider contract"
+	case strings.HasPrefix(p, "provide/"):
+		return layerProvider, "provider"
+	case p == "collector" || p == "collector/collectortest":
+		return layerFramework, "collector framework"
+	case p == "collector/registry" || strings.HasPrefix(p, "collector/registry/"):
+		return layerRegistry, "collector registry"
 	case strings.HasPrefix(p, "collector/"):
-		return 3, "collector"
+		return layerCollector, "collector"
 	case strings.HasPrefix(p, "cmd/"):
-		return 5, "command"
+		return layerCommand, "command"
 	case strings.HasPrefix(p, "test/gen/"):
 		// Generators of fixtures that benchmarks of every layer use.
-		return 0, "test data generator"
+		return layerReader, "test data generator"
 	case p == "contrib" || strings.HasPrefix(p, "test/"):
-		// The checks of shipped files and the bench tools and generators
-		// may use any product package; nothing imports them.
-		return 6, "test tool"
+		// The checks of shipped files and the bench tools may use any
+		// product package; nothing imports them.
+		return layerTool, "test tool"
+	case strings.HasPrefix(p, "internal/"):
+		return layerReader, "library"
 	}
-	return 0, "reader" // bpf, gpu, power, slurmcli, cgroupfs, internal/...
+	return layerReader, "reader" // bpf, gpu, power, slurmcli, cgroupfs
+}
+
+// collectorName is X of collector/X/..., "" for any other package.
+func collectorName(pkg string) string {
+	p := strings.TrimPrefix(pkg, module+"/")
+	if l, _ := layer(pkg); l != layerCollector {
+		return ""
+	}
+	name, _, _ := strings.Cut(strings.TrimPrefix(p, "collector/"), "/")
+	return name
+}
+
+// violation says why the edge from -> to breaks the layering, or "".
+func violation(from, to string) string {
+	fl, fname := layer(from)
+	tl, tname := layer(to)
+	switch {
+	case tl > fl:
+		return "an edge that points up (" + fname + " imports " + tname + ")"
+	case fl == layerFramework && tl == layerReader && tname == "reader":
+		// The framework knows the shared inputs through the providers'
+		// contract, not the hardware or Slurm readers behind them.
+		return "the collector framework imports a hardware reader"
+	case fl == layerFramework && tl == layerProvider && tname == "provider":
+		return "the collector framework imports a provider (only the provide contract)"
+	case fl == layerCollector && tl == layerCollector && collectorName(from) != collectorName(to):
+		// What two collectors share is a provider; a collector never
+		// reaches into another.
+		return "a collector imports another collector"
+	}
+	return ""
 }
 
 // TestImportLayers reads every package's imports, tests included, from
-// `go list` and fails on an edge that points up: a hardware, Slurm or
-// cgroupfs reader importing job discovery or a collector, discovery
-// importing a collector, the framework importing a collector, a collector
-// importing the registry or the command.
+// `go list` and fails on an edge violation refuses.
 func TestImportLayers(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-test", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}", module+"/...").Output()
 	if err != nil {
@@ -53,15 +99,14 @@ func TestImportLayers(t *testing.T) {
 		if !strings.HasPrefix(pkg, module) || strings.HasSuffix(pkg, ".test") {
 			continue
 		}
-		from, fromName := layer(pkg)
 		for _, imp := range strings.Fields(imports) {
 			imp, _, _ = strings.Cut(imp, " ")
 			if !strings.HasPrefix(imp, module) {
 				continue
 			}
 			checked++
-			if to, toName := layer(imp); to > from {
-				t.Errorf("%s (%s) imports %s (%s): an edge that points up", pkg, fromName, imp, toName)
+			if why := violation(pkg, imp); why != "" {
+				t.Errorf("%s imports %s: %s", pkg, imp, why)
 			}
 		}
 	}
@@ -70,18 +115,34 @@ func TestImportLayers(t *testing.T) {
 	}
 }
 
-// A package that imports a collector must fail the rule (the test cannot
-// pass vacuously).
+// Each rule bites: these edges must be refused, and the ones the design
+// relies on allowed (the test cannot pass vacuously).
 func TestLayerOrder(t *testing.T) {
-	for _, c := range []struct{ low, high string }{
+	for _, c := range []struct{ from, to string }{
+		// Upward edges.
 		{"gpu", "discovery"}, {"gpu", "collector/gpu"}, {"power", "collector"}, {"discovery", "collector"},
-		{"cgroupfs", "collector/cgroup"}, {"internal/poll", "collector/power"},
-		{"collector", "collector/cgroup"}, {"collector/cgroup", "collector/registry"}, {"collector/registry", "cmd/jobscope"},
+		{"cgroupfs", "collector/cgroup"}, {"internal/poll", "collector/power"}, {"slurmcli", "provide/gpus"},
+		{"discovery", "provide"}, {"provide/jobcgroup", "collector"}, {"provide", "collector/registry"},
+		{"collector", "collector/cgroup"}, {"collector/collectortest", "collector/power"},
+		{"collector/cgroup", "collector/registry"}, {"collector/registry", "cmd/jobscope"},
+		// The framework and hardware.
+		{"collector", "bpf"}, {"collector", "gpu"}, {"collector", "cgroupfs"}, {"collector", "slurmcli"},
+		{"collector", "power"}, {"collector", "provide/ebpfprogs"}, {"collector/collectortest", "cgroupfs"},
+		// A collector and another.
+		{"collector/power", "collector/gpu"}, {"collector/ebpf", "collector/cgroup"}, {"collector/cluster", "collector/process"},
 	} {
-		lo, _ := layer(module + "/" + c.low)
-		hi, _ := layer(module + "/" + c.high)
-		if lo >= hi {
-			t.Errorf("%s must sit below %s", c.low, c.high)
+		if violation(module+"/"+c.from, module+"/"+c.to) == "" {
+			t.Errorf("%s -> %s must be refused", c.from, c.to)
+		}
+	}
+	for _, c := range []struct{ from, to string }{
+		{"collector", "discovery"}, {"collector", "provide"}, {"collector", "internal/testutil"},
+		{"collector/power", "provide/gpus"}, {"collector/power", "power"}, {"collector/cgroup", "collector/collectortest"},
+		{"collector/cgroup", "collector"}, {"provide/gpus", "gpu"}, {"provide/jobcgroup", "discovery"},
+		{"collector/registry", "collector/cgroup"}, {"cmd/jobscope", "collector/registry"}, {"cmd/jobscope", "provide"},
+	} {
+		if why := violation(module+"/"+c.from, module+"/"+c.to); why != "" {
+			t.Errorf("%s -> %s must be allowed: %s", c.from, c.to, why)
 		}
 	}
 }

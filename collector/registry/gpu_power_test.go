@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package power
+package registry
 
 import (
 	"context"
@@ -15,9 +15,13 @@ import (
 
 	"github.com/jobscope/jobscope/collector"
 	gpucoll "github.com/jobscope/jobscope/collector/gpu"
+	"github.com/jobscope/jobscope/collector/power"
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/gpu"
 	"github.com/jobscope/jobscope/internal/testutil"
+	"github.com/jobscope/jobscope/provide"
+	"github.com/jobscope/jobscope/provide/gpus"
+	"github.com/jobscope/jobscope/provide/jobcgroup"
 )
 
 // risingGPU is one GPU whose energy counter grows by 100 J per reading.
@@ -44,17 +48,21 @@ func TestGPUEnergySameScrape(t *testing.T) {
 		Env: map[string]string{"SLURM_JOB_GPUS": "0"}}}
 	now := time.Unix(1_800_000_000, 0)
 	env := &collector.Env{SysFS: t.TempDir(), ProcFS: t.TempDir()}
-	env.GPU, env.GPUErr = gpucoll.Open(env, gpucoll.Options{Open: func(gpu.Config) (gpu.Backend, error) { return &risingGPU{}, nil }})
+	src := gpus.New()
+	src.Opts = gpus.Options{Open: func(gpu.Config) (gpu.Backend, error) { return &risingGPU{}, nil }}
+	usage := jobcgroup.New()
+	env.Providers = provide.Started(&provide.Env{ProcFS: env.ProcFS}, usage, src)
 	g, err := gpucoll.New(env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(env, Options{PerJob: true, IdlePolicy: "capacity", Now: func() time.Time { return now }})
+	p, err := power.New(env, power.Options{PerJob: true, IdlePolicy: "capacity", Now: func() time.Time { return now },
+		Usage: usage, GPU: src})
 	if err != nil {
 		t.Fatal(err)
 	}
 	exp := collector.NewExporter(map[string]collector.Collector{"gpu": g, "power": p}, collector.Options{
-		Jobs: func(context.Context, discovery.Problem) []*discovery.Job { return []*discovery.Job{job} }, GPU: env.GPU})
+		Jobs: func(context.Context, discovery.Problem) []*discovery.Job { return []*discovery.Job{job} }})
 	var out string
 	for range 2 {
 		reg := prometheus.NewPedanticRegistry()

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package collector
+package jobcgroup
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,7 +33,7 @@ func TestCpusetReadUntilSettled(t *testing.T) {
 		t.Helper()
 		serial++
 		now = time.Unix(1795000000, 0).Add(at)
-		s := NewScrape(context.Background(), "test", ScrapeOptions{Serial: serial, Jobs: []*discovery.Job{j}})
+		s := newFakeScrape(serial, j)
 		if got := u.read(s, j, nil).CPUs; !slices.Equal(got, want) {
 			t.Errorf("at %s: cpus %v, want %v", at, got, want)
 		}

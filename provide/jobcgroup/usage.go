@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package collector
+package jobcgroup
 
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jobscope/jobscope/cgroupfs"
 	"github.com/jobscope/jobscope/discovery"
+	"github.com/jobscope/jobscope/provide"
 )
 
 // Usage is what one job's cgroup says of its CPU, memory and cores in one
@@ -59,8 +61,10 @@ const cpusetTTL = time.Minute
 // usageReader reads Usages, keeping each job's cpuset between scrapes.
 type usageReader struct {
 	readers sync.Pool
-	cpusets *State[cpusetCache]
+	cpusets *provide.State[cpusetCache]
 	now     func() time.Time
+	// swept is the serial of the latest scrape that swept cpusets.
+	swept atomic.Uint64
 }
 
 type cpusetCache struct {
@@ -72,7 +76,7 @@ type cpusetCache struct {
 }
 
 func newUsageReader() *usageReader {
-	u := &usageReader{cpusets: NewState(func() *cpusetCache { return &cpusetCache{} }), now: time.Now}
+	u := &usageReader{cpusets: provide.NewState(func() *cpusetCache { return &cpusetCache{} }), now: time.Now}
 	u.readers.New = func() any { return cgroupfs.NewReader() }
 	return u
 }
@@ -86,7 +90,7 @@ var cpuStatV2 = map[string]UsageFields{
 
 // read reads j's usage through f, whose open directories the caller may
 // go on using (nil: a reader of its own).
-func (u *usageReader) read(s *Scrape, j *discovery.Job, f *cgroupfs.Files) *Usage {
+func (u *usageReader) read(s provide.Scrape, j *discovery.Job, f *cgroupfs.Files) *Usage {
 	if f == nil {
 		r := u.readers.Get().(*cgroupfs.Reader)
 		defer u.readers.Put(r)
@@ -99,7 +103,7 @@ func (u *usageReader) read(s *Scrape, j *discovery.Job, f *cgroupfs.Files) *Usag
 	return us
 }
 
-func (u *usageReader) readInto(s *Scrape, j *discovery.Job, f *cgroupfs.Files, us *Usage) {
+func (u *usageReader) readInto(s provide.Scrape, j *discovery.Job, f *cgroupfs.Files, us *Usage) {
 	if j.Version == 2 {
 		us.readV2(f, j.Dir)
 	} else {
@@ -150,7 +154,7 @@ func (us *Usage) readV2(f *cgroupfs.Files, dir string) {
 }
 
 // cpuset reads the job's cores, from the cache while it is fresh.
-func (u *usageReader) cpuset(s *Scrape, j *discovery.Job, f *cgroupfs.Files, us *Usage) {
+func (u *usageReader) cpuset(s provide.Scrape, j *discovery.Job, f *cgroupfs.Files, us *Usage) {
 	dir, name, fallback := j.Dir, "cpuset.cpus.effective", "cpuset.cpus"
 	if j.Version == 1 {
 		dir, name, fallback = j.V1["cpuset"], "cpuset.cpus", ""
@@ -181,4 +185,20 @@ func (u *usageReader) cpuset(s *Scrape, j *discovery.Job, f *cgroupfs.Files, us 
 			us.CPUs, us.Has = c.cpus, us.Has|HasCPUs
 		}
 	})
+}
+
+// sweep drops the cpusets of ended jobs once per scrape, at the first
+// usage read of a newer scrape: the grace rule of State keeps every job a
+// scrape of the last StateGrace read, so no running scrape loses its own.
+func (u *usageReader) sweep(s provide.Scrape) {
+	for {
+		last := u.swept.Load()
+		if s.Serial() <= last {
+			return
+		}
+		if u.swept.CompareAndSwap(last, s.Serial()) {
+			u.cpusets.Sweep(s)
+			return
+		}
+	}
 }

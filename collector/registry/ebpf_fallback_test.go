@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package ebpf
+package registry
 
 import (
 	"bytes"
@@ -16,8 +16,12 @@ import (
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/cgroup"
 	"github.com/jobscope/jobscope/collector/collectortest"
+	"github.com/jobscope/jobscope/collector/ebpf"
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/internal/testutil"
+	"github.com/jobscope/jobscope/provide"
+	"github.com/jobscope/jobscope/provide/ebpfprogs"
+	"github.com/jobscope/jobscope/provide/jobcgroup"
 )
 
 // noTaskStorage is a kernel before 5.12 as the loader's feature probes see
@@ -45,21 +49,24 @@ func TestEBPFKernelFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := filepath.Join("..", "..", "testdata", "node-v1")
-	env := &collector.Env{Layout: v2, SysFS: filepath.Join(root, "sys")}
-	env.BPF, env.BPFErr = Load(env, Options{MaxJobs: 8, Features: noTaskStorage{}})
-	if env.BPFErr == nil {
-		env.BPF.Close()
+	progs := ebpfprogs.New()
+	progs.Opts = ebpfprogs.Options{MaxJobs: 8, Features: noTaskStorage{}}
+	provs := provide.Started(&provide.Env{Layout: v2}, jobcgroup.New(), progs)
+	defer provs.Close()
+	_, loadErr := provide.Need[*ebpfprogs.Provider](provs, ebpfprogs.Name)
+	if loadErr == nil {
 		t.Fatal("loaded without task storage")
 	}
 	for _, want := range []string{"ebpf unsupported", "task storage", "no eBPF counters", "/proc/<pid>/io"} {
-		if !strings.Contains(env.BPFErr.Error(), want) {
-			t.Errorf("%q does not say %q", env.BPFErr, want)
+		if !strings.Contains(loadErr.Error(), want) {
+			t.Errorf("%q does not say %q", loadErr, want)
 		}
 	}
-	t.Logf("the cause, logged at start: %v", env.BPFErr)
+	t.Logf("the cause, logged at start: %v", loadErr)
+	env := &collector.Env{Layout: v2, SysFS: filepath.Join(root, "sys"), Providers: provs}
 
 	// The collectors built as cmd builds them.
-	set := collector.RegisterFlags(pflag.NewFlagSet("test", pflag.ContinueOnError), []collector.Factory{cgroup.Factory(), Factory()})
+	set := collector.RegisterFlags(pflag.NewFlagSet("test", pflag.ContinueOnError), []collector.Factory{cgroup.Factory(), ebpf.Factory()})
 	var buildErr error
 	cs := set.Build(env, []string{"cgroup", "ebpf"}, func(name string, err error) {
 		if name != "ebpf" {
@@ -67,7 +74,7 @@ func TestEBPFKernelFallback(t *testing.T) {
 		}
 		buildErr = err
 	})
-	if !errors.Is(buildErr, env.BPFErr) {
+	if !errors.Is(buildErr, loadErr) {
 		t.Errorf("ebpf built with %v, want the load error", buildErr)
 	}
 	// The cause was logged when the collector was built: scrapes count it
