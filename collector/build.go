@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
-	"github.com/jobscope/jobscope/provide"
+	"github.com/jobscope/jobscope/collector/provide"
 )
 
 // Set is the collectors' flags, bound to one FlagSet, ready to build the

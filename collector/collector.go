@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
+	"github.com/jobscope/jobscope/collector/provide"
 	"github.com/jobscope/jobscope/discovery"
-	"github.com/jobscope/jobscope/provide"
 )
 
 // Collector emits const metrics for one scrape.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/jobscope/jobscope/provide"
+	"github.com/jobscope/jobscope/collector/provide"
 )
 
 // RegisterProviderFlags adds each provider's own flags, marked (for --help

@@ -2,7 +2,7 @@
 
 package collector
 
-import "github.com/jobscope/jobscope/provide"
+import "github.com/jobscope/jobscope/collector/provide"
 
 // The per-job state between scrapes lives with the providers, which keep
 // some (a job's cpuset, the GPU references of its environment); the

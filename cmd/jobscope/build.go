@@ -10,8 +10,8 @@ import (
 	"sync"
 
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/provide"
 	"github.com/jobscope/jobscope/discovery"
-	"github.com/jobscope/jobscope/provide"
 )
 
 // buildExporter detects the cgroup layout, builds job discovery and its

@@ -19,9 +19,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/provide"
 	"github.com/jobscope/jobscope/collector/registry"
 	"github.com/jobscope/jobscope/internal/notify"
-	"github.com/jobscope/jobscope/provide"
 )
 
 // Set at build time with -ldflags "-X main.version=... -X main.revision=...".

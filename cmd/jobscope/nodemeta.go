@@ -7,8 +7,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/jobscope/jobscope/collector/provide"
 	"github.com/jobscope/jobscope/discovery"
-	"github.com/jobscope/jobscope/provide"
 )
 
 // flagError is a flag value checked at start: the exit status is 2, as for

@@ -13,11 +13,11 @@ import (
 
 	"github.com/jobscope/jobscope/cgroupfs"
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/provide"
+	"github.com/jobscope/jobscope/collector/provide/ebpfprogs"
+	"github.com/jobscope/jobscope/collector/provide/jobcgroup"
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/internal/flagval"
-	"github.com/jobscope/jobscope/provide"
-	"github.com/jobscope/jobscope/provide/ebpfprogs"
-	"github.com/jobscope/jobscope/provide/jobcgroup"
 )
 
 // Factory describes the cgroup collector: memory, CPU, pressure,

@@ -9,8 +9,8 @@ import (
 
 	"github.com/jobscope/jobscope/cgroupfs"
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/provide/jobcgroup"
 	"github.com/jobscope/jobscope/discovery"
-	"github.com/jobscope/jobscope/provide/jobcgroup"
 )
 
 // jobReader reads one job's cgroup files during one scrape.

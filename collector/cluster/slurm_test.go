@@ -17,9 +17,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/provide"
+	"github.com/jobscope/jobscope/collector/provide/slurm"
 	"github.com/jobscope/jobscope/internal/testutil"
-	"github.com/jobscope/jobscope/provide"
-	"github.com/jobscope/jobscope/provide/slurm"
 	"github.com/jobscope/jobscope/slurmcli"
 	"github.com/jobscope/jobscope/slurmcli/slurmclitest"
 )

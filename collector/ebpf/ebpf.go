@@ -11,10 +11,10 @@ import (
 
 	"github.com/jobscope/jobscope/bpf"
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/provide"
+	"github.com/jobscope/jobscope/collector/provide/ebpfprogs"
+	"github.com/jobscope/jobscope/collector/provide/jobcgroup"
 	"github.com/jobscope/jobscope/discovery"
-	"github.com/jobscope/jobscope/provide"
-	"github.com/jobscope/jobscope/provide/ebpfprogs"
-	"github.com/jobscope/jobscope/provide/jobcgroup"
 )
 
 // Factory describes the ebpf collector. Its programs are loaded by their

@@ -17,11 +17,11 @@ import (
 	"github.com/jobscope/jobscope/bpf"
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/collectortest"
+	"github.com/jobscope/jobscope/collector/provide"
+	"github.com/jobscope/jobscope/collector/provide/ebpfprogs"
+	"github.com/jobscope/jobscope/collector/provide/jobcgroup"
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/internal/testutil"
-	"github.com/jobscope/jobscope/provide"
-	"github.com/jobscope/jobscope/provide/ebpfprogs"
-	"github.com/jobscope/jobscope/provide/jobcgroup"
 )
 
 // cannedReader hands the collector a fixed snapshot.

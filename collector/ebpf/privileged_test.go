@@ -18,10 +18,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/provide"
+	"github.com/jobscope/jobscope/collector/provide/ebpfprogs"
+	"github.com/jobscope/jobscope/collector/provide/jobcgroup"
 	"github.com/jobscope/jobscope/discovery"
-	"github.com/jobscope/jobscope/provide"
-	"github.com/jobscope/jobscope/provide/ebpfprogs"
-	"github.com/jobscope/jobscope/provide/jobcgroup"
 )
 
 // TestEBPFCollectorPrivileged loads the real programs, runs a burner in a

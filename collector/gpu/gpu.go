@@ -13,10 +13,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/provide"
+	"github.com/jobscope/jobscope/collector/provide/gpus"
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/gpu"
-	"github.com/jobscope/jobscope/provide"
-	"github.com/jobscope/jobscope/provide/gpus"
 )
 
 // Factory describes the gpu collector: NVIDIA GPUs per job, and GPUs

@@ -8,9 +8,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/provide/jobcgroup"
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/power"
-	"github.com/jobscope/jobscope/provide/jobcgroup"
 )
 
 // perJob reads each job's usage, steps the ledger and emits the per-job

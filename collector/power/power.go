@@ -19,13 +19,13 @@ import (
 
 	"github.com/jobscope/jobscope/cgroupfs"
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/provide"
+	"github.com/jobscope/jobscope/collector/provide/gpus"
+	"github.com/jobscope/jobscope/collector/provide/jobcgroup"
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/internal/flagval"
 	"github.com/jobscope/jobscope/internal/poll"
 	"github.com/jobscope/jobscope/power"
-	"github.com/jobscope/jobscope/provide"
-	"github.com/jobscope/jobscope/provide/gpus"
-	"github.com/jobscope/jobscope/provide/jobcgroup"
 )
 
 // Factory describes the power collector: RAPL and IPMI node power,

@@ -20,12 +20,12 @@ import (
 
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/collectortest"
+	"github.com/jobscope/jobscope/collector/provide"
+	"github.com/jobscope/jobscope/collector/provide/gpus"
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/gpu"
 	"github.com/jobscope/jobscope/internal/testutil"
 	"github.com/jobscope/jobscope/power"
-	"github.com/jobscope/jobscope/provide"
-	"github.com/jobscope/jobscope/provide/gpus"
 )
 
 // powerScrape adapts one collector to prometheus.Collector for a registry.

@@ -13,10 +13,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/collector"
+	"github.com/jobscope/jobscope/collector/provide"
+	"github.com/jobscope/jobscope/collector/provide/ebpfprogs"
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/internal/flagval"
-	"github.com/jobscope/jobscope/provide"
-	"github.com/jobscope/jobscope/provide/ebpfprogs"
 )
 
 // procUserHZ is the unit of utime/stime in /proc/<pid>/stat on every Linux

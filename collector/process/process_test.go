@@ -21,10 +21,10 @@ import (
 
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/collectortest"
+	"github.com/jobscope/jobscope/collector/provide"
+	"github.com/jobscope/jobscope/collector/provide/ebpfprogs"
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/internal/testutil"
-	"github.com/jobscope/jobscope/provide"
-	"github.com/jobscope/jobscope/provide/ebpfprogs"
 )
 
 var rewriteProcFixture = flag.Bool("process.fixture", false, "rewrite testdata/process from the fixture spec in process_fixture_test.go")

@@ -17,11 +17,11 @@ import (
 	"github.com/jobscope/jobscope/collector/cgroup"
 	"github.com/jobscope/jobscope/collector/collectortest"
 	"github.com/jobscope/jobscope/collector/ebpf"
+	"github.com/jobscope/jobscope/collector/provide"
+	"github.com/jobscope/jobscope/collector/provide/ebpfprogs"
+	"github.com/jobscope/jobscope/collector/provide/jobcgroup"
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/internal/testutil"
-	"github.com/jobscope/jobscope/provide"
-	"github.com/jobscope/jobscope/provide/ebpfprogs"
-	"github.com/jobscope/jobscope/provide/jobcgroup"
 )
 
 // noTaskStorage is a kernel before 5.12 as the loader's feature probes see

@@ -16,12 +16,12 @@ import (
 	"github.com/jobscope/jobscope/collector"
 	gpucoll "github.com/jobscope/jobscope/collector/gpu"
 	"github.com/jobscope/jobscope/collector/power"
+	"github.com/jobscope/jobscope/collector/provide"
+	"github.com/jobscope/jobscope/collector/provide/gpus"
+	"github.com/jobscope/jobscope/collector/provide/jobcgroup"
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/gpu"
 	"github.com/jobscope/jobscope/internal/testutil"
-	"github.com/jobscope/jobscope/provide"
-	"github.com/jobscope/jobscope/provide/gpus"
-	"github.com/jobscope/jobscope/provide/jobcgroup"
 )
 
 // risingGPU is one GPU whose energy counter grows by 100 J per reading.

@@ -12,11 +12,11 @@ import (
 	"github.com/jobscope/jobscope/collector/gpu"
 	"github.com/jobscope/jobscope/collector/power"
 	"github.com/jobscope/jobscope/collector/process"
-	"github.com/jobscope/jobscope/provide"
-	"github.com/jobscope/jobscope/provide/ebpfprogs"
-	"github.com/jobscope/jobscope/provide/gpus"
-	"github.com/jobscope/jobscope/provide/jobcgroup"
-	"github.com/jobscope/jobscope/provide/slurm"
+	"github.com/jobscope/jobscope/collector/provide"
+	"github.com/jobscope/jobscope/collector/provide/ebpfprogs"
+	"github.com/jobscope/jobscope/collector/provide/gpus"
+	"github.com/jobscope/jobscope/collector/provide/jobcgroup"
+	"github.com/jobscope/jobscope/collector/provide/slurm"
 )
 
 // Factories lists every collector jobscope has, in the order --help shows

@@ -15,7 +15,7 @@ const module = "github.com/jobscope/jobscope"
 const (
 	layerReader    = iota // bpf, gpu, power, slurmcli, cgroupfs, internal/..., fixture generators
 	layerDiscovery        // job discovery and identity
-	layerProvider         // provide (the contract) and provide/* (one shared input each)
+	layerProvider         // collector/provide (the contract) and collector/provide/* (one shared input each)
 	layerFramework        // collector, and collector/collectortest for the collectors' tests
 	layerCollector        // collector/<name>
 	layerRegistry         // collector/registry
@@ -29,9 +29,9 @@ func layer(pkg string) (int, string) {
 	switch {
 	case p == "discovery" || strings.HasPrefix(p, "discovery/"):
 		return layerDiscovery, "job discovery"
-	case p == "provide":
+	case p == "collector/provide":
 		return layerProvider, "provider contract"
-	case strings.HasPrefix(p, "provide/"):
+	case strings.HasPrefix(p, "collector/provide/"):
 		return layerProvider, "provider"
 	case p == "collector" || p == "collector/collectortest":
 		return layerFramework, "collector framework"
@@ -121,13 +121,13 @@ func TestLayerOrder(t *testing.T) {
 	for _, c := range []struct{ from, to string }{
 		// Upward edges.
 		{"gpu", "discovery"}, {"gpu", "collector/gpu"}, {"power", "collector"}, {"discovery", "collector"},
-		{"cgroupfs", "collector/cgroup"}, {"internal/poll", "collector/power"}, {"slurmcli", "provide/gpus"},
-		{"discovery", "provide"}, {"provide/jobcgroup", "collector"}, {"provide", "collector/registry"},
+		{"cgroupfs", "collector/cgroup"}, {"internal/poll", "collector/power"}, {"slurmcli", "collector/provide/gpus"},
+		{"discovery", "collector/provide"}, {"collector/provide/jobcgroup", "collector"}, {"collector/provide", "collector/registry"},
 		{"collector", "collector/cgroup"}, {"collector/collectortest", "collector/power"},
 		{"collector/cgroup", "collector/registry"}, {"collector/registry", "cmd/jobscope"},
 		// The framework and hardware.
 		{"collector", "bpf"}, {"collector", "gpu"}, {"collector", "cgroupfs"}, {"collector", "slurmcli"},
-		{"collector", "power"}, {"collector", "provide/ebpfprogs"}, {"collector/collectortest", "cgroupfs"},
+		{"collector", "power"}, {"collector", "collector/provide/ebpfprogs"}, {"collector/collectortest", "cgroupfs"},
 		// A collector and another.
 		{"collector/power", "collector/gpu"}, {"collector/ebpf", "collector/cgroup"}, {"collector/cluster", "collector/process"},
 	} {
@@ -136,10 +136,10 @@ func TestLayerOrder(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ from, to string }{
-		{"collector", "discovery"}, {"collector", "provide"}, {"collector", "internal/testutil"},
-		{"collector/power", "provide/gpus"}, {"collector/power", "power"}, {"collector/cgroup", "collector/collectortest"},
-		{"collector/cgroup", "collector"}, {"provide/gpus", "gpu"}, {"provide/jobcgroup", "discovery"},
-		{"collector/registry", "collector/cgroup"}, {"cmd/jobscope", "collector/registry"}, {"cmd/jobscope", "provide"},
+		{"collector", "discovery"}, {"collector", "collector/provide"}, {"collector", "internal/testutil"},
+		{"collector/power", "collector/provide/gpus"}, {"collector/power", "power"}, {"collector/cgroup", "collector/collectortest"},
+		{"collector/cgroup", "collector"}, {"collector/provide/gpus", "gpu"}, {"collector/provide/jobcgroup", "discovery"},
+		{"collector/registry", "collector/cgroup"}, {"cmd/jobscope", "collector/registry"}, {"cmd/jobscope", "collector/provide"},
 	} {
 		if why := violation(module+"/"+c.from, module+"/"+c.to); why != "" {
 			t.Errorf("%s -> %s must be allowed: %s", c.from, c.to, why)

@@ -8,22 +8,22 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/jobscope/jobscope/collector/provide"
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/gpu"
-	"github.com/jobscope/jobscope/provide"
 )
 
 // What a job's processes' environments said about its GPUs is kept in the
 // job's state between scrapes (each environ is read once) and goes with
 // the job, by the one grace rule of per-job state.
 func TestGPUEnvStateFollowsJobs(t *testing.T) {
-	f, err := gpu.OpenFake(filepath.Join("..", "..", "testdata", "gpu", "dcgm-fake.json"))
+	f, err := gpu.OpenFake(filepath.Join("..", "..", "..", "testdata", "gpu", "dcgm-fake.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	snap, _ := f.Snapshot(context.Background())
 	dcgm := gpu.NewFake("dcgm", *snap)
-	root := filepath.Join("..", "..", "testdata", "gpu", "node-v2")
+	root := filepath.Join("..", "..", "..", "testdata", "gpu", "node-v2")
 	src := New()
 	src.Opts = Options{Backend: "auto", MappingDir: filepath.Join(root, "mapping"), Open: func(cfg gpu.Config) (gpu.Backend, error) {
 		cfg.OpenDCGM = func(*slog.Logger) (gpu.Backend, error) { return dcgm, nil }
@@ -59,7 +59,7 @@ func TestGPUEnvStateFollowsJobs(t *testing.T) {
 // Collectors of one scrape share one reading: the second Read of a scrape
 // does not ask the backend again.
 func TestReadOncePerScrape(t *testing.T) {
-	f, err := gpu.OpenFake(filepath.Join("..", "..", "testdata", "gpu", "demo.json"))
+	f, err := gpu.OpenFake(filepath.Join("..", "..", "..", "testdata", "gpu", "demo.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/cgroupfs"
+	"github.com/jobscope/jobscope/collector/provide"
 	"github.com/jobscope/jobscope/discovery"
-	"github.com/jobscope/jobscope/provide"
 )
 
 // Name is the provider's name in a collector's Needs.

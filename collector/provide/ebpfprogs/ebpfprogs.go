@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/bpf"
+	"github.com/jobscope/jobscope/collector/provide"
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/internal/flagval"
-	"github.com/jobscope/jobscope/provide"
 )
 
 // Name is the provider's name in a collector's Needs.

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/jobscope/jobscope/cgroupfs"
+	"github.com/jobscope/jobscope/collector/provide"
 	"github.com/jobscope/jobscope/discovery"
-	"github.com/jobscope/jobscope/provide"
 )
 
 // Usage is what one job's cgroup says of its CPU, memory and cores in one

@@ -18,9 +18,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/jobscope/jobscope/collector/provide"
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/internal/flagval"
-	"github.com/jobscope/jobscope/provide"
 	"github.com/jobscope/jobscope/slurmcli"
 )
 
