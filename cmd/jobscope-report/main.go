@@ -10,9 +10,14 @@ import (
 	"os"
 
 	"github.com/jobscope/jobscope/cmd/jobscope-report/report"
+	"github.com/jobscope/jobscope/cmd/jobscope-report/service"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "serve" {
+		// The report service (docs/report.md, "Report service").
+		os.Exit(service.Main(os.Args[2:], os.Stderr))
+	}
 	os.Exit(report.Main(os.Args[1:], os.Stdout, os.Stderr, isTerminal(os.Stdout)))
 }
 
