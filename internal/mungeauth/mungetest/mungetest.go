@@ -43,7 +43,9 @@ func Start(t testing.TB) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(d) })
-	if err := os.Chmod(d, 0o700); err != nil {
+	// Searchable by all: `munge -U uid` (root minting another user's
+	// credential) reaches the socket as that user. The key stays 0600.
+	if err := os.Chmod(d, 0o711); err != nil {
 		t.Fatal(err)
 	}
 	key := make([]byte, 1024)
