@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jobscope/jobscope/cmd/jobscope-report/report"
+	"github.com/jobscope/jobscope/cmd/jobscope-report/service"
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/registry"
 	"github.com/jobscope/jobscope/internal/notify"
@@ -57,6 +58,10 @@ func subcommands() []subcommand {
 		// the same binary the nodes already have.
 		{name: "report", args: "JOBID...", help: "a job's efficiency report from Prometheus",
 			main: func(args []string) int { return report.Main(args, os.Stdout, os.Stderr, isTerminal(os.Stdout)) }},
+		// The report service: reports for MUNGE-proven callers and a
+		// site's authenticating proxy, with Prometheus's credentials.
+		{name: "report-service", args: "--config FILE", help: "serve job reports to callers Slurm allows",
+			main: func(args []string) int { return service.Main(args, os.Stderr) }},
 		// The receiver of Alertmanager's webhook: mails a running job's
 		// owner (as Slurm names them) and, where enabled, acts on the job.
 		{name: "notify", args: "--config FILE", help: "mail job owners about Alertmanager's job alerts",
