@@ -125,3 +125,21 @@ func TestVerifyRealMunged(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkRoundTrip is what MUNGE adds to one report request: munge on
+// the client, unmunge on the server (two program runs and two munged
+// round trips).
+func BenchmarkRoundTrip(b *testing.B) {
+	sock := mungetest.Start(b)
+	m := mungeauth.Munge{Socket: sock}
+	ctx := context.Background()
+	for b.Loop() {
+		c, err := m.Credential(ctx, "GET", "/v1/job/1", time.Now())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := m.Verify(ctx, c, "GET", "/v1/job/1", time.Now()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
