@@ -43,6 +43,7 @@ die() {
 . "$ROOT/test/e2e/report.sh"
 # shellcheck source=test/e2e/notify.sh
 . "$ROOT/test/e2e/notify.sh"
+. "$ROOT/test/e2e/munge.sh" # the report service
 [ -x "$BIN" ] || die "$BIN not found: run make build (make e2e does)"
 
 # Assertions (row, check_*, print_table), wait_for/need and the /metrics text
@@ -812,6 +813,7 @@ fi
 
 report_e2e
 notify_e2e
+munge_setup && munge_e2e
 
 # --- teardown checks --------------------------------------------------------------------------------------------
 

@@ -71,12 +71,14 @@ func Start(t testing.TB) string {
 	t.Cleanup(func() {
 		_ = syscall.Kill(n, syscall.SIGTERM)
 		// munged removes its socket when it has stopped.
-		for i := 0; i < 50; i++ {
+		for i := 0; i < 100; i++ {
 			if _, err := os.Stat(sock); err != nil {
 				return
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
+		// Not gone in 2 s: no test leaves a daemon behind.
+		_ = syscall.Kill(n, syscall.SIGKILL)
 	})
 	return sock
 }
