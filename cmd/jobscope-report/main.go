@@ -11,6 +11,7 @@ import (
 	"os"
 
 	"github.com/jobscope/jobscope/cmd/jobscope-report/report"
+	"github.com/jobscope/jobscope/cmd/jobscope-report/service"
 )
 
 // Set at build time with -ldflags "-X main.version=...", as jobscope's.
@@ -29,6 +30,10 @@ func run(args []string) int {
 			return 1
 		}
 		return 0
+	}
+	if len(args) > 0 && args[0] == "serve" {
+		// The report service (docs/report.md, "Report service").
+		return service.Main(args[1:], os.Stderr)
 	}
 	return report.Main(args, os.Stdout, os.Stderr, isTerminal(os.Stdout))
 }

@@ -68,6 +68,11 @@ func subcommands() []subcommand {
 		// charts); the word stays so users, epilogs and docs keep it.
 		{name: "report", args: "JOBID...", help: "a job's efficiency report from Prometheus",
 			main: func(args []string) int { return runReport(args, os.Stderr) }},
+		// The report service: reports for MUNGE-proven callers and a
+		// site's authenticating proxy. It runs jobscope-report serve, so
+		// the daemon links none of it.
+		{name: "report-service", args: "--config FILE", help: "serve job reports to callers Slurm allows",
+			main: func(args []string) int { return runReport(append([]string{"serve"}, args...), os.Stderr) }},
 		// The receiver of Alertmanager's webhook: mails a running job's
 		// owner (as Slurm names them) and, where enabled, acts on the job.
 		{name: "notify", args: "--config FILE", help: "mail job owners about Alertmanager's job alerts",

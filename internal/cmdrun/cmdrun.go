@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"syscall"
 	"time"
@@ -35,9 +36,12 @@ var ErrTooLarge = errors.New("output over the limit")
 
 // Spec says how to run one command.
 type Spec struct {
-	Path      string
-	Args      []string
-	Env       []string // nil: the exporter's environment
+	Path string
+	Args []string
+	Env  []string // nil: the exporter's environment
+	// Stdin is what the command reads (nil: nothing); credentials go this
+	// way, never in arguments, which every user can read in /proc.
+	Stdin     io.Reader
 	Timeout   time.Duration
 	MaxStdout int // stdout beyond this fails the run (TooLarge)
 	// MaxStderr is what is kept of stderr (the rest is dropped).
@@ -63,7 +67,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	stdout := limitedBuffer{limit: s.MaxStdout}
 	stderr := limitedBuffer{limit: s.MaxStderr, truncate: true}
 	cmd := exec.CommandContext(ctx, s.Path, s.Args...)
-	cmd.Stdout, cmd.Stderr, cmd.Env = &stdout, &stderr, s.Env
+	cmd.Stdout, cmd.Stderr, cmd.Env, cmd.Stdin = &stdout, &stderr, s.Env, s.Stdin
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// Negative pid: the whole process group the command leads.
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }

@@ -49,6 +49,7 @@ die() {
 . "$ROOT/test/e2e/notify.sh"
 # shellcheck source=test/e2e/vmetrics.sh
 . "$ROOT/test/e2e/vmetrics.sh"
+. "$ROOT/test/e2e/munge.sh" # the report service
 [ -x "$BIN" ] || die "$BIN not found: run make build (make e2e does)"
 [ -x "$REPORT_BIN" ] || die "$REPORT_BIN not found: run make build (make e2e does)"
 
@@ -821,6 +822,7 @@ fi
 report_e2e
 vmetrics_e2e
 notify_e2e
+munge_setup && munge_e2e
 
 # --- teardown checks --------------------------------------------------------------------------------------------
 

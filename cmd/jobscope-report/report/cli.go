@@ -139,6 +139,11 @@ func mainWith(ctx context.Context, args []string, stdout, stderr io.Writer, isTT
 	case fs.NArg() > 1 && f.format == "html" && !strings.Contains(f.output, "%j"):
 		return usageErr("several jobs as HTML need --output with %%j (one page per job)")
 	}
+	if cfg.Service != "" && !fs.Changed("prometheus.url") {
+		// The site's report service asks Prometheus and Slurm for the
+		// user, who proves who they are with MUNGE (remote.go).
+		return runRemote(ctx, cfg, f, fs.Args(), stdout, stderr, color)
+	}
 	if usage {
 		return runUsage(ctx, o, f, stdout, stderr, color)
 	}

@@ -38,6 +38,13 @@ type Config struct {
 	HelpURL    string      `yaml:"help_url"`
 	Thresholds Thresholds  `yaml:"thresholds"`
 	Usage      UsageConfig `yaml:"usage"`
+	// Service, when set, is the report service (a URL, or a unix socket's
+	// path) that makes the reports: users then need no Prometheus
+	// settings, and prove who they are with MUNGE (docs/report.md).
+	Service string `yaml:"service"`
+	// MungeSocket is munged's socket for the service's credentials
+	// (default: munge's own).
+	MungeSocket string `yaml:"munge_socket"`
 }
 
 // PromConfig says how to reach Prometheus.
@@ -179,6 +186,9 @@ func (c Config) Validate() error {
 	}
 	if t.SmallIOBytes < 0 || t.SmallIORate < 0 || t.MemoryLowMinRequest < 0 || t.ImbalanceMinCores < 0 {
 		return errors.New("thresholds: negative value")
+	}
+	if err := validService(c.Service); err != nil {
+		return err
 	}
 	if c.Usage.RuleInterval <= 0 {
 		return errors.New("usage.rule_interval must be positive")
