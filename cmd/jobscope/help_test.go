@@ -112,7 +112,7 @@ func TestUnknownFlagSuggests(t *testing.T) {
 		"--path.cgroupsfs=/x":       "jobscope: unknown flag --path.cgroupsfs; did you mean --path.cgroupfs?",
 		"--something-else":          "jobscope: unknown flag --something-else (jobscope --help lists the flags)",
 		"reprot":                    `jobscope: unexpected argument "reprot"; did you mean jobscope report?`,
-		"--web.listen-address=:1 x": `jobscope: unexpected argument "x": the exporter takes flags only, subcommands are report, notify (jobscope --help)`,
+		"--web.listen-address=:1 x": `jobscope: unexpected argument "x": the exporter takes flags only, subcommands are report, report-service, notify (jobscope --help)`,
 	} {
 		code, stdout, stderr := runBinaryOut(t, strings.Fields(args)...)
 		if code != 2 || stdout != "" || stderr != want+"\n" {
