@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobscope/jobscope/test/gen/fixture"
+	fixturegen "github.com/jobscope/jobscope/test/gen/fixture"
 )
 
 // bigNode is a v2 node of n slim jobs (job-level files only, copied from

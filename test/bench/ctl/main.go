@@ -21,8 +21,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jobscope/jobscope/test/bench/proc"
-	"github.com/jobscope/jobscope/test/gen/cluster"
+	benchproc "github.com/jobscope/jobscope/test/bench/proc"
+	clustergen "github.com/jobscope/jobscope/test/gen/cluster"
 )
 
 func main() {

@@ -13,7 +13,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/jobscope/jobscope/test/bench/proc"
+	benchproc "github.com/jobscope/jobscope/test/bench/proc"
 )
 
 type result struct {

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jobscope/jobscope/test/gen/fixture"
+	fixturegen "github.com/jobscope/jobscope/test/gen/fixture"
 )
 
 // shape is one generated node: its cgroup version, jobs, cores, and the
