@@ -32,6 +32,7 @@ const endStates = "CA,CD,DL,F,NF,OOM,PR,TO,BF"
 // Since and Until. Cluster "" is sacct's default cluster.
 type CommentQuery struct {
 	JobID        string
+	JobIDs       []string // several jobs at once (a written batch, read back)
 	Since, Until time.Time
 	Cluster      string
 }
@@ -42,12 +43,17 @@ func SacctCommentArgs(q CommentQuery, sep string, loc *time.Location) ([]string,
 		return nil, fmt.Errorf("sacct: refusing cluster %q", q.Cluster)
 	}
 	args := []string{"-X", "-n", "-P", "--delimiter=" + sep, "-a", "--format=" + SacctCommentFormat}
+	if q.JobID != "" {
+		q.JobIDs = append(q.JobIDs, q.JobID)
+	}
 	switch {
-	case q.JobID != "":
-		if !validJobID(q.JobID) {
-			return nil, fmt.Errorf("sacct: refusing job id %q", q.JobID)
+	case len(q.JobIDs) > 0:
+		for _, id := range q.JobIDs {
+			if !validJobID(id) {
+				return nil, fmt.Errorf("sacct: refusing job id %q", id)
+			}
 		}
-		args = append(args, "-D", "-j", q.JobID)
+		args = append(args, "-D", "-j", strings.Join(q.JobIDs, ","))
 	case !q.Since.IsZero() && q.Until.After(q.Since):
 		args = append(args, "-s", endStates, "-S", q.Since.In(loc).Format(sacctTime),
 			"-E", q.Until.In(loc).Format(sacctTime))

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"syscall"
 	"time"
@@ -42,6 +43,9 @@ type Spec struct {
 	MaxStdout int // stdout beyond this fails the run (TooLarge)
 	// MaxStderr is what is kept of stderr (the rest is dropped).
 	MaxStderr int
+	// Stdin feeds the command (nil: /dev/null); sacctmgr reads a batch of
+	// commands from it.
+	Stdin io.Reader
 	// WaitDelay bounds the wait for pipes that a grandchild which escaped
 	// the group keeps open.
 	WaitDelay time.Duration
@@ -63,7 +67,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	stdout := limitedBuffer{limit: s.MaxStdout}
 	stderr := limitedBuffer{limit: s.MaxStderr, truncate: true}
 	cmd := exec.CommandContext(ctx, s.Path, s.Args...)
-	cmd.Stdout, cmd.Stderr, cmd.Env = &stdout, &stderr, s.Env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.Env = s.Stdin, &stdout, &stderr, s.Env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// Negative pid: the whole process group the command leads.
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
