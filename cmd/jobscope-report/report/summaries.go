@@ -32,9 +32,9 @@ const (
 	skipOther     = "comment_not_js1" // never overwritten
 	skipHasJS1    = "has_summary"     // rewritten only with --refresh
 	skipNotStart  = "never_started"
-	failNoSeries  = "no_series"     // Prometheus has nothing (retention, jobscope down)
+	skipNoSeries  = "no_series"     // Prometheus has nothing (retention, jobscope down, too short)
+	skipMismatch  = "other_job"     // Prometheus' job with this id is someone else's
 	failReport    = "report_failed" // Prometheus or sacct failed for it
-	failMismatch  = "other_job"     // Prometheus' job with this id is someone else's
 	failEncode    = "encode_failed"
 	failSacctmgr  = "sacctmgr_failed"
 	failNotStored = "not_stored" // read back, the comment is not what was written
@@ -127,7 +127,12 @@ func (w *summaryWriter) write(ctx context.Context, recs []slurmcli.CommentRecord
 			continue
 		}
 		s, cause, err := w.summarize(ctx, rec)
-		if err != nil {
+		switch {
+		case err != nil && (cause == skipNoSeries || cause == skipMismatch):
+			// Nothing jobscope can summarize: not a failure of this run.
+			w.tally.skip(cause, rec.ID, err)
+			continue
+		case err != nil:
 			w.tally.fail(cause, rec.ID, err)
 			continue
 		}
@@ -213,14 +218,14 @@ func (r *runner) summarizeJob(ctx context.Context, rec slurmcli.CommentRecord) (
 	rep, err := r.job(ctx, rec.ID)
 	switch {
 	case errors.Is(err, ErrUnknownJob) || errors.Is(err, ErrNoSamples):
-		return nil, failNoSeries, err
+		return nil, skipNoSeries, err
 	case err != nil:
 		return nil, failReport, err
 	case rep.Job.StartSource == SourceSummary:
 		// Only the old summary answered: nothing new to write.
-		return nil, failNoSeries, errors.New("Prometheus holds no series of the job")
+		return nil, skipNoSeries, errors.New("Prometheus holds no series of the job")
 	case rep.Job.User != rec.User || rep.Job.Running:
-		return nil, failMismatch, fmt.Errorf("Prometheus' job %s is %s's (running %v), sacct's %s's",
+		return nil, skipMismatch, fmt.Errorf("Prometheus' job %s is %s's (running %v), sacct's %s's",
 			rec.ID, rep.Job.User, rep.Job.Running, rec.User)
 	}
 	return toSummary(rep), "", nil
