@@ -223,9 +223,9 @@ func (r *runner) summarizeJob(ctx context.Context, rec slurmcli.CommentRecord) (
 		return nil, failReport, err
 	case rep.Job.StartSource == SourceSummary:
 		// Only the old summary answered: nothing new to write.
-		return nil, skipNoSeries, errors.New("Prometheus holds no series of the job")
+		return nil, skipNoSeries, errors.New("no series of the job in Prometheus")
 	case rep.Job.User != rec.User || rep.Job.Running:
-		return nil, skipMismatch, fmt.Errorf("Prometheus' job %s is %s's (running %v), sacct's %s's",
+		return nil, skipMismatch, fmt.Errorf("the job %s in Prometheus is %s's (running %v), sacct's %s's",
 			rec.ID, rep.Job.User, rep.Job.Running, rec.User)
 	}
 	return toSummary(rep), "", nil

@@ -159,15 +159,15 @@ func TestReportFromSummary(t *testing.T) {
 		Start: orig.Job.StartTime, End: orig.Job.StartTime.Add(time.Duration(orig.Job.ElapsedSeconds) * time.Second),
 		Elapsed: time.Duration(orig.Job.ElapsedSeconds) * time.Second}, AdminComment: c}
 	rep := r.fromSummary(cr, s)
-	close := func(name string, a, b *float64) {
+	near := func(name string, a, b *float64) {
 		t.Helper()
 		if a == nil || b == nil || *a < *b*0.999 || *a > *b*1.001 {
 			t.Errorf("%s: summary %v, Prometheus %v", name, deref(a), deref(b))
 		}
 	}
-	close("cpu used", rep.CPU.UsedSeconds, orig.CPU.UsedSeconds)
-	close("memory peak", rep.Memory.PeakBytes, orig.Memory.PeakBytes)
-	close("gpu utilization", rep.GPU.UtilizationMean, orig.GPU.UtilizationMean)
+	near("cpu used", rep.CPU.UsedSeconds, orig.CPU.UsedSeconds)
+	near("memory peak", rep.Memory.PeakBytes, orig.Memory.PeakBytes)
+	near("gpu utilization", rep.GPU.UtilizationMean, orig.GPU.UtilizationMean)
 	if rep.CPU.Cores != orig.CPU.Cores || len(rep.Nodes) != len(orig.Nodes) || rep.GPU.Count != orig.GPU.Count ||
 		len(rep.GPU.Devices) != len(orig.GPU.Devices) {
 		t.Errorf("cores %v/%v nodes %d/%d gpus %d/%d devices %d/%d", rep.CPU.Cores, orig.CPU.Cores, len(rep.Nodes),
