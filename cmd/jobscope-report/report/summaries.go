@@ -38,7 +38,29 @@ const (
 	failEncode    = "encode_failed"
 	failSacctmgr  = "sacctmgr_failed"
 	failNotStored = "not_stored" // read back, the comment is not what was written
+	// failLowercased: sacctmgr stored the summary in lower case, which
+	// base64 does not survive; the run stops at the first such batch.
+	failLowercased = "sacctmgr_lowercases"
 )
+
+// lowercasingSlurm says whether a `sacctmgr --version` answer ("slurm
+// 22.05.8") names a Slurm whose sacctmgr lowercases AdminComment: 22.05's
+// src/sacctmgr/job_functions.c reads it with strip_quotes(..., make_lower=1),
+// and scontrol refuses to update a finished job (ESLURM_JOB_FINISHED), so
+// such a Slurm has no way to store a JS1 summary after the job's end. Later
+// versions are not known here: the writer's first batch holds one job and
+// the run stops if it comes back lowercased.
+func lowercasingSlurm(version string) bool {
+	var major, minor int
+	f := strings.Fields(version)
+	if len(f) < 2 {
+		return false
+	}
+	if _, err := fmt.Sscanf(f[1], "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major < 23
+}
 
 // maxStdinLine is what sacctmgr reads of one command line without
 // readline (a fixed buffer); a longer summary goes alone on the command line.
@@ -104,6 +126,7 @@ type summaryWriter struct {
 	summarize func(ctx context.Context, rec slurmcli.CommentRecord) (*js1.Summary, string, error)
 	readBack  func(ctx context.Context, ids []string) (map[string]string, error)
 	tally     *summaryTally
+	stop      bool // sacctmgr mangles what it stores: write no more
 }
 
 type pending struct{ id, comment string }
@@ -143,10 +166,19 @@ func (w *summaryWriter) write(ctx context.Context, recs []slurmcli.CommentRecord
 		}
 		todo = append(todo, pending{rec.ID, c})
 	}
-	for len(todo) > 0 {
+	// The first batch is one job: a sacctmgr that mangles the comment
+	// costs one job, not a batch, before the run stops.
+	first := true
+	for len(todo) > 0 && !w.stop {
 		n := min(len(todo), w.batch)
+		if first && !w.dryRun {
+			n, first = 1, false
+		}
 		w.store(ctx, todo[:n])
 		todo = todo[n:]
+	}
+	for _, p := range todo {
+		w.tally.fail(failLowercased, p.id, errors.New("not written: sacctmgr lowercases AdminComment"))
 	}
 }
 
@@ -204,6 +236,9 @@ func (w *summaryWriter) store(ctx context.Context, batch []pending) {
 		switch {
 		case err != nil:
 			w.tally.fail(failNotStored, p.id, err)
+		case strings.TrimSpace(got[p.id]) == strings.ToLower(p.comment):
+			w.stop = true
+			w.tally.fail(failLowercased, p.id, errors.New("sacctmgr stored the summary in lower case"))
 		case strings.TrimSpace(got[p.id]) != p.comment:
 			w.tally.fail(failNotStored, p.id, errors.New("the AdminComment read back differs"))
 		default:
@@ -308,6 +343,16 @@ func summariesMain(ctx context.Context, args []string, stdout, stderr io.Writer,
 			r.slurm.Paths = map[string]string{}
 		}
 		r.slurm.Paths["sacctmgr"] = *sacctmgr
+	}
+	if !*dry {
+		// A Slurm whose sacctmgr would corrupt every summary is refused
+		// before anything is written.
+		if v, err := r.slurm.Run(ctx, "sacctmgr", "--version"); err == nil && lowercasingSlurm(string(v)) {
+			fmt.Fprintf(stderr, "jobscope report summaries: %s: its sacctmgr stores AdminComment in lower case, "+
+				"which a JS1 summary (base64) does not survive, and slurmctld refuses to change a finished job: "+
+				"nothing written (--dry-run prints the summaries)\n", strings.TrimSpace(string(v)))
+			return ExitFailed
+		}
 	}
 	start := time.Now()
 	recs, err := slurmcli.SacctComments(ctx, r.slurm, slurmcli.CommentQuery{Since: r.now.Add(-time.Duration(d)),

@@ -94,7 +94,7 @@ func TestSummaryWriterBatchesAndNeverOverwrites(t *testing.T) {
 				t.Errorf("job %s: stored %q: %v", id, stored[id], err)
 			}
 		}
-		procs := (len(want) + 1) / 2
+		procs := 1 + len(want)/2 // a first batch of one, then batches of 2
 		if tally.Written != len(want) || tally.Sacctmgr != procs || len(b.Runs("sacctmgr")) != procs {
 			t.Errorf("refresh=%v: %s; runs %q", refresh, tally, b.Runs("sacctmgr"))
 		}
@@ -230,6 +230,38 @@ func TestReportFallsBackToSummary(t *testing.T) {
 		if rep.Job.StartSource != SourceSummary || deref(rep.CPU.UsedSeconds) != 300 || rep.CPU.Cores != 2 ||
 			deref(rep.CPU.Efficiency) != 0.25 || rep.Job.User != "carol" || len(rep.Notes) == 0 || rep.Notes[0] != SummaryNote {
 			t.Errorf("report %+v", rep)
+		}
+	}
+}
+
+// A sacctmgr that stores AdminComment in lower case (Slurm 22.05) spoils one
+// job at most: the first batch holds one job, and the run stops there.
+func TestSummaryWriterStopsWhenSacctmgrLowercases(t *testing.T) {
+	b, stdinLog := fakeSacctmgr(t)
+	tally := newTally()
+	w := &summaryWriter{slurm: &slurmcli.Runner{BinDir: b.Dir}, batch: 10, tally: tally,
+		summarize: func(context.Context, slurmcli.CommentRecord) (*js1.Summary, string, error) {
+			return &js1.Summary{TotalTime: 1, Nodes: map[string]js1.Node{"n1": {CPUs: 1}}}, "", nil
+		},
+		readBack: func(context.Context, []string) (map[string]string, error) {
+			got := storedComments(t, stdinLog)
+			for k, v := range got {
+				got[k] = strings.ToLower(v)
+			}
+			return got, nil
+		},
+	}
+	w.write(context.Background(), []slurmcli.CommentRecord{rec("1", "carol", ""), rec("2", "carol", ""), rec("3", "carol", "")})
+	if tally.Written != 0 || tally.Failed[failLowercased] != 3 || tally.Sacctmgr != 1 || len(storedComments(t, stdinLog)) != 1 {
+		t.Fatalf("%s; stored %v", tally, storedComments(t, stdinLog))
+	}
+}
+
+func TestLowercasingSlurm(t *testing.T) {
+	for v, want := range map[string]bool{"slurm 22.05.8\n": true, "slurm 21.08.5": true, "slurm 23.11.4": false,
+		"slurm-wlm 24.05.1": false, "": false, "garbage": false} {
+		if got := lowercasingSlurm(v); got != want {
+			t.Errorf("%q: %v, want %v", v, got, want)
 		}
 	}
 }
