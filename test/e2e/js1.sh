@@ -29,7 +29,7 @@ js1_e2e() {
 	rc=$?
 	t1=$(date +%s.%N)
 	log "summaries ($ver): exit $rc, $(tail -1 "$out.err" | cut -c1-300) (wall $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}')s)"
-	if [[ $ver =~ ^slurm\ (1[0-9]|2[0-2])\. ]]; then
+	if [[ $ver =~ ^slurm(-wlm)?\ (1[0-9]|2[0-2])\. ]]; then
 		# 22.05's sacctmgr lowercases AdminComment (strip_quotes(..., 1) in
 		# src/sacctmgr/job_functions.c) and slurmctld refuses to change a
 		# finished job: the writer must refuse, writing nothing.

@@ -258,7 +258,7 @@ func TestSummaryWriterStopsWhenSacctmgrLowercases(t *testing.T) {
 }
 
 func TestLowercasingSlurm(t *testing.T) {
-	for v, want := range map[string]bool{"slurm 22.05.8\n": true, "slurm 21.08.5": true, "slurm 23.11.4": false,
+	for v, want := range map[string]bool{"slurm 22.05.8\n": true, "slurm 21.08.5": true, "slurm-wlm 22.05.8": true, "slurm 23.11.4": false,
 		"slurm-wlm 24.05.1": false, "": false, "garbage": false} {
 		if got := lowercasingSlurm(v); got != want {
 			t.Errorf("%q: %v, want %v", v, got, want)
