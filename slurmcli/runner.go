@@ -8,6 +8,7 @@ package slurmcli
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -83,6 +84,12 @@ func (r *Runner) Path(name string) string {
 // Run runs name with args and returns its stdout. Arguments are passed as
 // they are (no shell), so nothing in them is ever interpreted.
 func (r *Runner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	return r.RunInput(ctx, name, nil, args...)
+}
+
+// RunInput is Run with stdin fed from in (sacctmgr reads a batch of
+// commands there, one process for many jobs).
+func (r *Runner) RunInput(ctx context.Context, name string, in io.Reader, args ...string) ([]byte, error) {
 	timeout := r.Timeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
@@ -92,7 +99,7 @@ func (r *Runner) Run(ctx context.Context, name string, args ...string) ([]byte, 
 		maxOut = defaultMaxOutput
 	}
 	res, err := cmdrun.Run(ctx, cmdrun.Spec{
-		Path: r.Path(name), Args: args, Timeout: timeout, MaxStdout: maxOut, MaxStderr: stderrKeep,
+		Path: r.Path(name), Args: args, Stdin: in, Timeout: timeout, MaxStdout: maxOut, MaxStderr: stderrKeep,
 		// Slurm prints times as configured by this variable; the parsers
 		// expect the standard ISO form.
 		Env:       append(os.Environ(), "SLURM_TIME_FORMAT=standard"),

@@ -39,8 +39,9 @@ type Spec struct {
 	Path string
 	Args []string
 	Env  []string // nil: the exporter's environment
-	// Stdin is what the command reads (nil: nothing); credentials go this
-	// way, never in arguments, which every user can read in /proc.
+	// Stdin is what the command reads (nil: nothing): credentials go this
+	// way, never in arguments, which every user can read in /proc; and
+	// sacctmgr reads a batch of commands from it.
 	Stdin     io.Reader
 	Timeout   time.Duration
 	MaxStdout int // stdout beyond this fails the run (TooLarge)

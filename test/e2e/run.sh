@@ -75,6 +75,8 @@ mode_collectors() {
 . "$ROOT/test/e2e/controller.sh"
 # shellcheck source=test/e2e/levels.sh
 . "$ROOT/test/e2e/levels.sh"
+# shellcheck source=test/e2e/js1.sh
+. "$ROOT/test/e2e/js1.sh"
 
 # --- teardown -------------------------------------------------------------------
 
@@ -441,7 +443,7 @@ scrape_configs:
 EOF
 	[ -n "$rules" ] || sed -i '/^rule_files:$/d' "$WORK/etc/prometheus.yml"
 	setsid prometheus --config.file="$WORK/etc/prometheus.yml" --storage.tsdb.path="$WORK/prom" \
-		--web.listen-address=127.0.0.1:$PORT_PROM >"$WORK/log/prometheus.log" 2>&1 </dev/null &
+		--web.listen-address=127.0.0.1:$PORT_PROM --web.enable-admin-api >"$WORK/log/prometheus.log" 2>&1 </dev/null &
 	echo $! >"$WORK/run/prometheus.pid"
 	need 30 prometheus curl -fsS -o /dev/null "http://127.0.0.1:$PORT_PROM/-/ready"
 }
@@ -821,6 +823,7 @@ fi
 
 report_e2e
 vmetrics_e2e
+js1_setup && js1_e2e
 notify_e2e
 munge_setup && munge_e2e
 

@@ -93,6 +93,9 @@ func Main(args []string, stdout, stderr io.Writer, isTTY bool) int {
 func mainWith(ctx context.Context, args []string, stdout, stderr io.Writer, isTTY bool, base Options) int {
 	// Errors quote job names, Slurm's answers and servers' replies.
 	stderr = lineSafeWriter{stderr}
+	if len(args) > 0 && args[0] == "summaries" {
+		return summariesMain(ctx, args[1:], stdout, stderr, base)
+	}
 	fs, f := newFlagSet(stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {

@@ -46,6 +46,8 @@ type runner struct {
 	now   time.Time
 	loc   *time.Location
 	me    string
+	// noCharts leaves out the charts' range queries (job summaries).
+	noCharts bool
 }
 
 func newRunner(o Options) (*runner, error) {
@@ -102,7 +104,7 @@ func (r *runner) job(ctx context.Context, id string) (*Report, error) {
 		return nil, err
 	}
 	if len(cands) == 0 {
-		return nil, r.notFound(ctx, raw)
+		return r.missing(ctx, raw)
 	}
 	c, others, notes, err := r.choose(raw, cands)
 	if err != nil {
@@ -132,8 +134,10 @@ func (r *runner) job(ctx context.Context, id string) (*Report, error) {
 			"cgroup collector on for %s (jobscope_scrape_collector_success{collector=\"cgroup\"})?",
 			ErrNoSamples, mInfo, raw, strings.Join(c.nodes, ", "))
 	}
-	if rep.Charts, err = r.charts(ctx, rep, s, interval); err != nil {
-		return nil, err
+	if !r.noCharts {
+		if rep.Charts, err = r.charts(ctx, rep, s, interval); err != nil {
+			return nil, err
+		}
 	}
 	rep.Warnings = warnings(rep, r.cfg.Thresholds, r.cfg.HelpURL)
 	if !own && r.me != "" {

@@ -14,11 +14,11 @@ remove | 0) ;;
 esac
 
 if [ -d /run/systemd/system ]; then
-	systemctl stop jobscope.service jobscope-controller.service jobscope-notify.service || true
+	systemctl stop jobscope.service jobscope-controller.service jobscope-notify.service jobscope-summaries.timer || true
 fi
 # Disabling works on the unit files alone, so a node image built in a
 # chroot loses its enablement links too.
 if command -v systemctl >/dev/null; then
-	systemctl --no-reload disable jobscope.service jobscope-controller.service jobscope-notify.service >/dev/null 2>&1 || true
+	systemctl --no-reload disable jobscope.service jobscope-controller.service jobscope-notify.service jobscope-summaries.timer >/dev/null 2>&1 || true
 fi
 exit 0
