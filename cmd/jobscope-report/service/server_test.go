@@ -58,12 +58,18 @@ func startServer(t *testing.T, proxy ProxyConfig) *testServer {
 // to method and pathQuery.
 func (ts *testServer) cred(t *testing.T, uid int, ttl int, method, pathQuery string) string {
 	t.Helper()
+	return ts.credNonce(t, uid, ttl, method, pathQuery, mungeauth.NewNonce())
+}
+
+// credNonce is cred with a given nonce.
+func (ts *testServer) credNonce(t *testing.T, uid int, ttl int, method, pathQuery, nonce string) string {
+	t.Helper()
 	args := []string{"--socket=" + ts.sock, "-U", strconv.Itoa(uid), "-G", strconv.Itoa(uid), "--input=/dev/stdin"}
 	if ttl > 0 {
 		args = append(args, "-t", strconv.Itoa(ttl))
 	}
 	cmd := exec.Command("munge", args...)
-	cmd.Stdin = strings.NewReader(mungeauth.Payload(method, pathQuery, mungeauth.NewNonce(), time.Now()))
+	cmd.Stdin = strings.NewReader(mungeauth.Payload(method, pathQuery, nonce, time.Now()))
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("munge -U %d: %v", uid, err)
@@ -227,5 +233,42 @@ func TestRefusalDoesNotTellJobExists(t *testing.T) {
 	s2, b2 := ask("999")
 	if s1 != s2 || b1 != b2 {
 		t.Errorf("bob's job: %d %q; no job: %d %q", s1, b1, s2, b2)
+	}
+}
+
+// TestNonceReplayedAcrossCredentials: two credentials minted with one
+// payload are distinct to munged (each decodes once), so only the
+// service's own nonce check refuses the second.
+func TestNonceReplayedAcrossCredentials(t *testing.T) {
+	ts := startServer(t, ProxyConfig{})
+	const job100 = "/v1/job/100?format=text"
+	nonce := mungeauth.NewNonce()
+	first := ts.credNonce(t, 1001, 0, "GET", job100, nonce)
+	second := ts.credNonce(t, 1001, 0, "GET", job100, nonce)
+	if status, body := ts.get(t, job100, map[string]string{"Authorization": "MUNGE " + first}); status != 502 {
+		t.Fatalf("first: %d %s", status, body)
+	}
+	status, body := ts.get(t, job100, map[string]string{"Authorization": "MUNGE " + second})
+	if status != 401 || !strings.Contains(body, mungeauth.ReasonReplayed) {
+		t.Fatalf("second credential with the same nonce: %d %s", status, body)
+	}
+}
+
+// TestNonceStoreBounded: the store never holds more than maxNonces; full
+// of live nonces it refuses, and forgets nonces past their window.
+func TestNonceStoreBounded(t *testing.T) {
+	var n nonces
+	now := time.Unix(1_800_000_000, 0)
+	for i := range maxNonces {
+		if ok, full := n.fresh(strconv.Itoa(i), now); !ok || full {
+			t.Fatalf("nonce %d: ok %v full %v", i, ok, full)
+		}
+	}
+	if ok, full := n.fresh("one more", now); ok || !full {
+		t.Fatalf("full store: ok %v full %v", ok, full)
+	}
+	later := now.Add(mungeauth.NonceWindow)
+	if ok, full := n.fresh("one more", later); !ok || full || len(n.seen) != 1 {
+		t.Fatalf("after the window: ok %v full %v, %d kept", ok, full, len(n.seen))
 	}
 }
