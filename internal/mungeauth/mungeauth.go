@@ -56,7 +56,15 @@ const (
 // Identity is what munged vouches for.
 type Identity struct {
 	UID, GID int
+	// Nonce is the payload's nonce: the server refuses a second request
+	// with one (munged refuses a second decode of one credential only,
+	// and only its own, in memory, until it restarts).
+	Nonce string
 }
+
+// NonceWindow is how long a nonce must be remembered: past it, the
+// payload's time is refused anyway.
+const NonceWindow = 2 * maxSkew
 
 // Error is a refused credential: Reason is one of the Reason constants.
 type Error struct {
@@ -148,9 +156,11 @@ func (m Munge) Verify(ctx context.Context, cred, method, pathQuery string, now t
 	if err != nil {
 		return Identity{}, &Error{ReasonUnavailable, "unmunge: " + err.Error()}
 	}
-	if err := checkPayload(payload, method, pathQuery, now); err != nil {
+	nonce, err := checkPayload(payload, method, pathQuery, now)
+	if err != nil {
 		return Identity{}, &Error{ReasonMismatch, err.Error()}
 	}
+	id.Nonce = nonce
 	return id, nil
 }
 
@@ -213,25 +223,25 @@ func parseUnmunge(out []byte) (Identity, []byte, error) {
 }
 
 // checkPayload says whether payload binds this request at about now.
-func checkPayload(payload []byte, method, pathQuery string, now time.Time) error {
+func checkPayload(payload []byte, method, pathQuery string, now time.Time) (string, error) {
 	f := strings.Split(string(payload), "\n")
 	if len(f) != 6 || f[0] != magic || f[5] != "" {
-		return errors.New("payload is not a report request")
+		return "", errors.New("payload is not a report request")
 	}
 	if f[1] != method || f[2] != pathQuery {
-		return errors.New("payload binds another request")
+		return "", errors.New("payload binds another request")
 	}
 	if len(f[3]) != 32 {
-		return errors.New("payload nonce")
+		return "", errors.New("payload nonce")
 	}
 	sec, err := strconv.ParseInt(f[4], 10, 64)
 	if err != nil {
-		return errors.New("payload time")
+		return "", errors.New("payload time")
 	}
 	if d := now.Sub(time.Unix(sec, 0)); d > maxSkew || d < -maxSkew {
-		return fmt.Errorf("payload time %s off", d.Round(time.Second))
+		return "", fmt.Errorf("payload time %s off", d.Round(time.Second))
 	}
-	return nil
+	return f[3], nil
 }
 
 func firstLine(s string) string {

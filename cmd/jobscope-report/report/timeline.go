@@ -106,7 +106,17 @@ func (r *runner) timeline(ctx context.Context, id string, c *candidate, interval
 		if j.Name == "" {
 			j.Name = rec.Name
 		}
-		if j.Account == "" {
+		// Owner and account are Slurm's where sacct answers: the labels
+		// may come from the job's own environment (DESIGN: Trust and
+		// identity), so a label never names the owner against Slurm.
+		if rec.User != "" && rec.User != j.User {
+			if j.User != "" {
+				notes = append(notes, "The metrics' user label ("+termSafe(j.User)+") disagrees with Slurm "+
+					"accounting; the owner shown is Slurm's.")
+			}
+			j.User = rec.User
+		}
+		if rec.Account != "" {
 			j.Account = rec.Account
 		}
 		if j.Partition == "" {

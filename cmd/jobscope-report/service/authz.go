@@ -148,16 +148,30 @@ func (a *Access) withRoles(ctx context.Context, c Caller) (Caller, error) {
 	return c, nil
 }
 
+// JobAccess is what MayReadJob found: whether the caller owns every job
+// behind the id, and the cluster Slurm's answer was about.
+type JobAccess struct {
+	Owner bool
+	// Cluster pins the report to the cluster sacct answered for: a
+	// Prometheus that holds several clusters may hold another user's job
+	// under the same id, which this check never saw. Empty for callers
+	// who may read every job (sacct is not asked for them).
+	Cluster string
+}
+
 // MayReadJob allows the job's owner, a coordinator of its account, Slurm
 // operators and administrators, and root; the owner and account are
 // sacct's, never a metric label (which the job's environment may have
 // written). An id that names several jobs (reused) needs the right to
 // read each of them.
 //
-// owner says whether the caller owns every job behind id.
-func (a *Access) MayReadJob(ctx context.Context, c Caller, id string) (owner bool, err error) {
+// A caller who may not read the job gets the same answer whether the job
+// exists or not (only the counter's reason differs): job ids are not
+// secret under Slurm's defaults, but under PrivateData=jobs Slurm itself
+// hides other users' jobs, and the service should not be an oracle for them.
+func (a *Access) MayReadJob(ctx context.Context, c Caller, id string) (JobAccess, error) {
 	if c.all() {
-		return false, nil
+		return JobAccess{}, nil
 	}
 	recs, ok := getCached(a, a.jobs, id)
 	if !ok {
@@ -166,28 +180,43 @@ func (a *Access) MayReadJob(ctx context.Context, c Caller, id string) (owner boo
 		if slurmcli.Partial(err) {
 			// A record left out may be a job the caller may not read:
 			// only a whole answer decides.
-			return false, &Refusal{503, reasonSlurm, fmt.Sprintf("job %s: Slurm's answer could not be read whole: %v", id, err)}
+			return JobAccess{}, &Refusal{503, reasonSlurm, fmt.Sprintf("job %s: Slurm's answer could not be read whole", id)}
 		}
 		if err != nil {
 			if errors.Is(err, slurmcli.ErrTimeout) || isExit(err) {
-				return false, &Refusal{503, reasonSlurm, "Slurm accounting (sacct) did not answer"}
+				return JobAccess{}, &Refusal{503, reasonSlurm, "Slurm accounting (sacct) did not answer"}
 			}
-			return false, &Refusal{400, reasonBadRequest, fmt.Sprintf("job %s: %v", id, err)}
+			return JobAccess{}, &Refusal{400, reasonBadRequest, fmt.Sprintf("job %s: %v", id, err)}
 		}
 		putCached(a, &a.jobs, id, recs)
 	}
-	if len(recs) == 0 {
-		return false, &Refusal{404, reasonUnknownJob, fmt.Sprintf("job %s: Slurm accounting knows no such job", id)}
+	notYours := func(reason string) (JobAccess, error) {
+		return JobAccess{}, &Refusal{404, reason, fmt.Sprintf("job %s: Slurm accounting lists no job of that id "+
+			"that %s may read (its own, or of the accounts it coordinates)", id, c.Name)}
 	}
-	owner = true
+	if len(recs) == 0 {
+		return notYours(reasonUnknownJob)
+	}
+	acc := JobAccess{Owner: true, Cluster: a.Cluster}
 	for _, r := range recs {
-		owner = owner && r.User == c.Name
+		acc.Owner = acc.Owner && r.User == c.Name
 		if r.User != c.Name && !c.Coordinates[r.Account] {
-			return false, &Refusal{403, reasonForbidden, fmt.Sprintf("job %s is not yours (%s may read the jobs of "+
-				"its owner and of the accounts it coordinates)", id, c.Name)}
+			return notYours(reasonForbidden)
+		}
+		if acc.Cluster == "" {
+			acc.Cluster = r.Cluster
+		}
+		if r.Cluster != acc.Cluster {
+			// sacct without -M answers for one cluster; two in one
+			// answer cannot be pinned to either.
+			return JobAccess{}, &Refusal{503, reasonSlurm, fmt.Sprintf("job %s: sacct answered for several clusters: "+
+				"set report.cluster", id)}
 		}
 	}
-	return owner, nil
+	if acc.Cluster == "" {
+		return JobAccess{}, &Refusal{503, reasonSlurm, fmt.Sprintf("job %s: sacct named no cluster: set report.cluster", id)}
+	}
+	return acc, nil
 }
 
 // MayReadUsage: a user's own summary; an account's for its coordinators;

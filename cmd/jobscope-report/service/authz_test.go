@@ -83,7 +83,13 @@ func TestMayReadJob(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		owner, err := a.MayReadJob(ctx, caller, c.job)
+		acc, err := a.MayReadJob(ctx, caller, c.job)
+		owner := acc.Owner
+		// An allowed caller who is not root or privileged gets the
+		// report pinned to sacct's cluster ("c" in fakeSlurm).
+		if err == nil && !caller.all() && acc.Cluster != "c" {
+			t.Errorf("uid %d job %s: cluster %q, want sacct's \"c\"", c.uid, c.job, acc.Cluster)
+		}
 		got := ""
 		var rf *Refusal
 		if errors.As(err, &rf) {

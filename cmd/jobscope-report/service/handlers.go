@@ -29,14 +29,18 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request, c Caller) {
 		s.refuse(w, &Refusal{400, reasonBadRequest, fmt.Sprintf("--format %q: want text, json or html", format)})
 		return
 	}
-	owner, err := s.access.MayReadJob(r.Context(), c, id)
+	acc, err := s.access.MayReadJob(r.Context(), c, id)
 	if err != nil {
 		s.refuse(w, asRefusal(err))
 		return
 	}
-	o := report.Options{Config: s.cfg.Report, JobKey: q.Get("job_key"), Reused: q.Get("reused"),
+	cfg := s.cfg.Report
+	if acc.Cluster != "" {
+		cfg.Cluster = acc.Cluster
+	}
+	o := report.Options{Config: cfg, JobKey: q.Get("job_key"), Reused: q.Get("reused"),
 		Ended: q.Get("ended") == "1", Transport: s.Transport, Now: s.Now, CurrentUser: notOwner}
-	if owner {
+	if acc.Owner {
 		o.CurrentUser = c.Name
 	}
 	if o.Reused == "" {

@@ -35,6 +35,7 @@ type Server struct {
 	// decisions counts every request's outcome.
 	decisions *prometheus.CounterVec
 	sem       chan struct{}
+	nonces    nonces
 	// logged holds the causes already logged: each is logged once, then
 	// only counted.
 	logged sync.Map
@@ -153,6 +154,12 @@ func (s *Server) identify(r *http.Request) (Caller, *Refusal) {
 			}
 			s.log.Warn("report service: munged", "err", termsafe.Log(err.Error()))
 			return Caller{}, &Refusal{503, mungeauth.ReasonUnavailable, "the report service cannot reach munged"}
+		}
+		switch ok, full := s.nonces.fresh(id.Nonce, s.now()); {
+		case full:
+			return Caller{}, &Refusal{503, reasonOverloaded, "the report service is busy: try again in a minute"}
+		case !ok:
+			return Caller{}, &Refusal{401, mungeauth.ReasonReplayed, "MUNGE credential refused: " + mungeauth.ReasonReplayed}
 		}
 		c, err := s.access.CallerByUID(ctx, id.UID)
 		return c, asRefusal(err)

@@ -4,6 +4,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,12 +58,18 @@ func startServer(t *testing.T, proxy ProxyConfig) *testServer {
 // to method and pathQuery.
 func (ts *testServer) cred(t *testing.T, uid int, ttl int, method, pathQuery string) string {
 	t.Helper()
+	return ts.credNonce(t, uid, ttl, method, pathQuery, mungeauth.NewNonce())
+}
+
+// credNonce is cred with a given nonce.
+func (ts *testServer) credNonce(t *testing.T, uid int, ttl int, method, pathQuery, nonce string) string {
+	t.Helper()
 	args := []string{"--socket=" + ts.sock, "-U", strconv.Itoa(uid), "-G", strconv.Itoa(uid), "--input=/dev/stdin"}
 	if ttl > 0 {
 		args = append(args, "-t", strconv.Itoa(ttl))
 	}
 	cmd := exec.Command("munge", args...)
-	cmd.Stdin = strings.NewReader(mungeauth.Payload(method, pathQuery, mungeauth.NewNonce(), time.Now()))
+	cmd.Stdin = strings.NewReader(mungeauth.Payload(method, pathQuery, nonce, time.Now()))
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("munge -U %d: %v", uid, err)
@@ -114,9 +122,9 @@ func TestServiceDecisions(t *testing.T) {
 		{"another request", job200, auth(ts.cred(t, 1001, 0, "GET", job100)), 401, mungeauth.ReasonMismatch},
 		{"none", job100, nil, 401, mungeauth.ReasonMissing},
 		{"basic auth", job100, map[string]string{"Authorization": "Basic YTpi"}, 401, mungeauth.ReasonMalformed},
-		{"not the owner", job200, auth(ts.cred(t, 1001, 0, "GET", job200)), 403, reasonForbidden},
+		{"not the owner", job200, auth(ts.cred(t, 1001, 0, "GET", job200)), 404, reasonForbidden},
 		{"coordinator", job100, auth(ts.cred(t, 1003, 0, "GET", job100)), 502, reasonReportError},
-		{"coordinator of another account", job200, auth(ts.cred(t, 1003, 0, "GET", job200)), 403, reasonForbidden},
+		{"coordinator of another account", job200, auth(ts.cred(t, 1003, 0, "GET", job200)), 404, reasonForbidden},
 		{"operator", job200, auth(ts.cred(t, 1004, 0, "GET", job200)), 502, reasonReportError},
 		{"root", job200, auth(ts.cred(t, 0, 0, "GET", job200)), 502, reasonReportError},
 		{"usage of another user", "/v1/usage?user=bob", auth(ts.cred(t, 1001, 0, "GET", "/v1/usage?user=bob")), 403, reasonForbidden},
@@ -162,11 +170,105 @@ func TestProxyHeader(t *testing.T) {
 		t.Fatalf("%d %s", status, body)
 	}
 	status, _ = trusted.get(t, "/v1/job/200?format=html", map[string]string{"X-Remote-User": "alice"})
-	if status != 403 {
+	if status != 404 {
 		t.Fatalf("bob's job for alice through the proxy: %d", status)
 	}
 	status, _ = trusted.get(t, "/", map[string]string{"X-Remote-User": "alice,bob"})
 	if status != 400 {
 		t.Fatalf("a list as user name: %d", status)
+	}
+}
+
+// promQueries is a Prometheus that records the queries it is sent and
+// answers none of them.
+type promQueries struct {
+	mu sync.Mutex
+	q  []string
+}
+
+func (p *promQueries) RoundTrip(r *http.Request) (*http.Response, error) {
+	_ = r.ParseForm()
+	p.mu.Lock()
+	p.q = append(p.q, r.Form.Get("query")+r.Form.Get("match[]"))
+	p.mu.Unlock()
+	return nil, errors.New("no Prometheus here")
+}
+
+// TestJobReportPinnedToSacctCluster: the access check asked sacct about
+// the local cluster; the report must then look only at that cluster's
+// series, or a Prometheus holding two clusters hands alice the report of
+// bob's job that reused her job id on the other cluster.
+func TestJobReportPinnedToSacctCluster(t *testing.T) {
+	ts := startServer(t, ProxyConfig{})
+	rec := &promQueries{}
+	ts.Transport = rec
+	const job100 = "/v1/job/100?format=text"
+	status, body := ts.get(t, job100, map[string]string{"Authorization": "MUNGE " + ts.cred(t, 1001, 0, "GET", job100)})
+	if status != 502 {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.q) == 0 {
+		t.Fatal("the report asked Prometheus nothing")
+	}
+	for _, q := range rec.q {
+		if !strings.Contains(q, `cluster="c"`) {
+			t.Errorf("query not pinned to sacct's cluster: %s", q)
+		}
+	}
+}
+
+// TestRefusalDoesNotTellJobExists: for a caller who may not read it, an
+// existing job of another user and a job id Slurm never knew get the same
+// status and the same words.
+func TestRefusalDoesNotTellJobExists(t *testing.T) {
+	ts := startServer(t, ProxyConfig{})
+	ask := func(id string) (int, string) {
+		p := "/v1/job/" + id + "?format=text"
+		status, body := ts.get(t, p, map[string]string{"Authorization": "MUNGE " + ts.cred(t, 1001, 0, "GET", p)})
+		return status, strings.ReplaceAll(body, id, "N")
+	}
+	s1, b1 := ask("200")
+	s2, b2 := ask("999")
+	if s1 != s2 || b1 != b2 {
+		t.Errorf("bob's job: %d %q; no job: %d %q", s1, b1, s2, b2)
+	}
+}
+
+// TestNonceReplayedAcrossCredentials: two credentials minted with one
+// payload are distinct to munged (each decodes once), so only the
+// service's own nonce check refuses the second.
+func TestNonceReplayedAcrossCredentials(t *testing.T) {
+	ts := startServer(t, ProxyConfig{})
+	const job100 = "/v1/job/100?format=text"
+	nonce := mungeauth.NewNonce()
+	first := ts.credNonce(t, 1001, 0, "GET", job100, nonce)
+	second := ts.credNonce(t, 1001, 0, "GET", job100, nonce)
+	if status, body := ts.get(t, job100, map[string]string{"Authorization": "MUNGE " + first}); status != 502 {
+		t.Fatalf("first: %d %s", status, body)
+	}
+	status, body := ts.get(t, job100, map[string]string{"Authorization": "MUNGE " + second})
+	if status != 401 || !strings.Contains(body, mungeauth.ReasonReplayed) {
+		t.Fatalf("second credential with the same nonce: %d %s", status, body)
+	}
+}
+
+// TestNonceStoreBounded: the store never holds more than maxNonces; full
+// of live nonces it refuses, and forgets nonces past their window.
+func TestNonceStoreBounded(t *testing.T) {
+	var n nonces
+	now := time.Unix(1_800_000_000, 0)
+	for i := range maxNonces {
+		if ok, full := n.fresh(strconv.Itoa(i), now); !ok || full {
+			t.Fatalf("nonce %d: ok %v full %v", i, ok, full)
+		}
+	}
+	if ok, full := n.fresh("one more", now); ok || !full {
+		t.Fatalf("full store: ok %v full %v", ok, full)
+	}
+	later := now.Add(mungeauth.NonceWindow)
+	if ok, full := n.fresh("one more", later); !ok || full || len(n.seen) != 1 {
+		t.Fatalf("after the window: ok %v full %v, %d kept", ok, full, len(n.seen))
 	}
 }
