@@ -8,6 +8,7 @@ package slurmcli
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -83,6 +84,26 @@ func (r *Runner) Path(name string) string {
 // Run runs name with args and returns its stdout. Arguments are passed as
 // they are (no shell), so nothing in them is ever interpreted.
 func (r *Runner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	var out []byte
+	err := r.run(name, args, func(s cmdrun.Spec) (cmdrun.Result, error) {
+		res, err := cmdrun.Run(ctx, s)
+		out = res.Stdout
+		return res, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Stream runs name with args like Run, handing its stdout to consume as
+// it comes (see cmdrun.Stream): the output is never held whole. A failed
+// command's error wins over consume's, which comes back as it is.
+func (r *Runner) Stream(ctx context.Context, name string, args []string, consume func(io.Reader) error) error {
+	return r.run(name, args, func(s cmdrun.Spec) (cmdrun.Result, error) { return cmdrun.Stream(ctx, s, consume) })
+}
+
+func (r *Runner) run(name string, args []string, exec func(cmdrun.Spec) (cmdrun.Result, error)) error {
 	timeout := r.Timeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
@@ -91,7 +112,7 @@ func (r *Runner) Run(ctx context.Context, name string, args ...string) ([]byte, 
 	if maxOut <= 0 {
 		maxOut = defaultMaxOutput
 	}
-	res, err := cmdrun.Run(ctx, cmdrun.Spec{
+	res, err := exec(cmdrun.Spec{
 		Path: r.Path(name), Args: args, Timeout: timeout, MaxStdout: maxOut, MaxStderr: stderrKeep,
 		// Slurm prints times as configured by this variable; the parsers
 		// expect the standard ISO form.
@@ -110,10 +131,7 @@ func (r *Runner) Run(ctx context.Context, name string, args ...string) ([]byte, 
 			r.Logger.Debug("slurm command wrote to stderr", "command", name, "stderr", strings.TrimSpace(res.Stderr))
 		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	return res.Stdout, nil
+	return err
 }
 
 // Stats returns the per-command counters.

@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package slurmcli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+)
+
+// jsonScanner walks JSON read from a stream, value by value, without
+// holding more than its read window and the one value a caller keeps:
+// squeue --json of a large queue is hundreds of MiB, and encoding/json's
+// Decoder buffers each whole top-level value (and is 5 to 10 times slower
+// at skipping the many fields jobscope does not read). It checks the
+// syntax of what it walks (brackets, strings, numbers, literals); what it
+// keeps is decoded by the callers, with encoding/json for any form they do
+// not read themselves, so values agree with a full decode.
+type jsonScanner struct {
+	r     io.Reader
+	buf   []byte
+	pos   int
+	err   error // the reader's error, once it returned one
+	out   []byte
+	stack []byte
+}
+
+// jsonMaxDepth bounds nesting as encoding/json does: hostile output cannot
+// grow the bracket stack without end.
+const jsonMaxDepth = 10000
+
+// maxScalar bounds a number or literal: Slurm's are a few bytes long, and
+// a stream of digits must not grow memory.
+const maxScalar = 1 << 10
+
+func newJSONScanner(r io.Reader) *jsonScanner {
+	return &jsonScanner{r: r, buf: make([]byte, 0, 64<<10)}
+}
+
+// fill makes sure a byte is buffered; false at the end of the input.
+func (s *jsonScanner) fill() bool {
+	for s.pos >= len(s.buf) {
+		if s.err != nil {
+			return false
+		}
+		var n int
+		n, s.err = s.r.Read(s.buf[:cap(s.buf)])
+		s.buf, s.pos = s.buf[:n], 0
+	}
+	return true
+}
+
+// eof is the error for input that ended inside a value.
+func (s *jsonScanner) eof() error {
+	if s.err != nil && !errors.Is(s.err, io.EOF) {
+		return s.err
+	}
+	return io.ErrUnexpectedEOF
+}
+
+// peek skips white space and returns the next byte, unread.
+func (s *jsonScanner) peek() (byte, error) {
+	for s.fill() {
+		switch c := s.buf[s.pos]; c {
+		case ' ', '\t', '\n', '\r':
+			s.pos++
+		default:
+			return c, nil
+		}
+	}
+	return 0, s.eof()
+}
+
+// expect reads the next byte, which must be c.
+func (s *jsonScanner) expect(c byte) error {
+	got, err := s.peek()
+	if err != nil {
+		return err
+	}
+	if got != c {
+		return fmt.Errorf("json: invalid character %q, want %q", got, c)
+	}
+	s.pos++
+	return nil
+}
+
+// more reads the separator after an element of an object or array: true
+// if another element follows (','), false at the closing byte end.
+func (s *jsonScanner) more(end byte) (bool, error) {
+	c, err := s.peek()
+	if err != nil {
+		return false, err
+	}
+	s.pos++
+	switch c {
+	case ',':
+		return true, nil
+	case end:
+		return false, nil
+	}
+	return false, fmt.Errorf("json: invalid character %q after an element", c)
+}
+
+// first reads past the opening byte of an object or array (already
+// peeked) and says whether it holds an element.
+func (s *jsonScanner) first(end byte) (bool, error) {
+	s.pos++
+	c, err := s.peek()
+	if err != nil {
+		return false, err
+	}
+	if c == end {
+		s.pos++
+		return false, nil
+	}
+	return true, nil
+}
+
+// key reads an object key and its colon; the raw key (between the quotes,
+// escapes left as they are) is valid until the scanner's next call.
+func (s *jsonScanner) key() ([]byte, error) {
+	c, err := s.peek()
+	if err != nil {
+		return nil, err
+	}
+	if c != '"' {
+		return nil, fmt.Errorf("json: invalid character %q, want an object key", c)
+	}
+	s.out = s.out[:0]
+	if err := s.str(true); err != nil {
+		return nil, err
+	}
+	k := s.out[1 : len(s.out)-1]
+	return k, s.expect(':')
+}
+
+// value reads one value, keeping its bytes (white space outside strings
+// dropped) if keep; they are valid until the scanner's next call.
+func (s *jsonScanner) value(keep bool) ([]byte, error) {
+	s.out, s.stack = s.out[:0], s.stack[:0]
+	for {
+		c, err := s.peek()
+		if err != nil {
+			return nil, err
+		}
+		switch c {
+		case '"':
+			err = s.str(keep)
+		case '{', '[':
+			if len(s.stack) >= jsonMaxDepth {
+				return nil, errors.New("json: exceeded max depth")
+			}
+			s.stack = append(s.stack, c+2) // '{'+2 is '}', '['+2 is ']'
+			err = s.punct(c, keep)
+		case '}', ']':
+			if len(s.stack) == 0 || s.stack[len(s.stack)-1] != c {
+				return nil, fmt.Errorf("json: invalid character %q", c)
+			}
+			s.stack = s.stack[:len(s.stack)-1]
+			err = s.punct(c, keep)
+		case ',', ':':
+			if len(s.stack) == 0 {
+				return nil, fmt.Errorf("json: invalid character %q, want a value", c)
+			}
+			err = s.punct(c, keep)
+		default:
+			err = s.scalar(keep)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(s.stack) == 0 {
+			return s.out, nil
+		}
+	}
+}
+
+func (s *jsonScanner) punct(c byte, keep bool) error {
+	s.pos++
+	if keep {
+		s.out = append(s.out, c)
+	}
+	return nil
+}
+
+// str reads a string, its quotes included; only its end is looked for
+// here (the callers decode the escapes and check the UTF-8).
+func (s *jsonScanner) str(keep bool) error {
+	s.pos++ // the opening quote
+	if keep {
+		s.out = append(s.out, '"')
+	}
+	esc := false
+	for s.fill() {
+		b := s.buf[s.pos:]
+		i := 0
+		for ; i < len(b); i++ {
+			c := b[i]
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				if keep {
+					s.out = append(s.out, b[:i+1]...)
+				}
+				s.pos += i + 1
+				return nil
+			case c < 0x20:
+				return errors.New("json: control character in a string")
+			}
+		}
+		if keep {
+			s.out = append(s.out, b...)
+		}
+		s.pos += len(b)
+	}
+	return s.eof()
+}
+
+// scalar reads a number, true, false or null, and checks it.
+func (s *jsonScanner) scalar(keep bool) error {
+	start := len(s.out)
+	for s.fill() {
+		c := s.buf[s.pos]
+		if c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '"' || c == ':' {
+			break
+		}
+		if len(s.out)-start >= maxScalar {
+			return errors.New("json: literal too long")
+		}
+		s.out = append(s.out, c)
+		s.pos++
+	}
+	tok := s.out[start:]
+	if len(tok) == 0 {
+		return s.eof()
+	}
+	ok := isJSONNumber(tok)
+	switch string(tok) {
+	case "true", "false", "null":
+		ok = true
+	}
+	if !ok {
+		return fmt.Errorf("json: invalid literal %q", truncate(tok))
+	}
+	if !keep {
+		s.out = s.out[:start]
+	}
+	return nil
+}
+
+// truncate shortens what an error quotes of hostile input.
+func truncate(b []byte) []byte {
+	if len(b) > 32 {
+		return b[:32]
+	}
+	return b
+}
+
+// isJSONNumber checks JSON's number grammar: strconv.ParseFloat alone
+// would also take "Inf", "0x1p4" or "+1".
+func isJSONNumber(b []byte) bool {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		n := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case digits() == 0:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(b)
+}
