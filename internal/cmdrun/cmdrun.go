@@ -145,26 +145,32 @@ func Stream(ctx context.Context, s Spec, consume func(io.Reader) error) (Result,
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = s.WaitDelay
-	pipe, err := cmd.StdoutPipe()
-	if err != nil {
-		return Result{Cause: Start}, fmt.Errorf("%s: %w", s.Path, err)
-	}
+	// Through an io.Pipe rather than StdoutPipe: exec's own copy then ends
+	// at WaitDelay even if a grandchild that left the group keeps the
+	// descriptor, and Wait, which closes our end, never waits on consume.
+	pr, pw := io.Pipe()
+	cmd.Stdout = pw
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return Result{Cause: Start, Duration: time.Since(start)}, fmt.Errorf("%s: %w", s.Path, err)
 	}
-	lim := &limitedReader{r: pipe, left: int64(s.MaxStdout)}
+	waited := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		_ = pw.Close()
+		waited <- err
+	}()
+	lim := &limitedReader{r: pr, left: int64(s.MaxStdout)}
 	cerr := consume(lim)
-	if cerr != nil {
-		// The rest is of no use: stop the command rather than read it.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	} else {
+	if cerr == nil && !lim.over {
 		_, _ = io.Copy(io.Discard, lim)
 	}
-	if lim.over {
+	if cerr != nil || lim.over {
+		// The rest is of no use: stop the command rather than read it.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = pr.CloseWithError(errStopped)
 	}
-	err = cmd.Wait()
+	err := <-waited
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // see Run
 	res := Result{Duration: time.Since(start), Stderr: string(stderr.buf)}
 	switch {
@@ -198,6 +204,9 @@ func exited(err error) bool {
 	ee, ok := err.(*exec.ExitError)
 	return ok && ee.ExitCode() >= 0
 }
+
+// errStopped ends exec's copy of stdout once nobody reads it.
+var errStopped = errors.New("stdout no longer read")
 
 // limitedReader reads at most left bytes; one more fails the read and
 // marks the run as over the limit.

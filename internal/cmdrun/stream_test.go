@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os/exec"
 	"testing"
 	"time"
 )
@@ -49,6 +50,15 @@ func TestStream(t *testing.T) {
 	}
 	if time.Since(start) > 5*time.Second {
 		t.Error("the command was not stopped when the consumer gave up")
+	}
+	// A grandchild that left the group and keeps stdout open delays the
+	// end by WaitDelay, not until it exits; as in Run, the run failed.
+	start = time.Now()
+	if _, err := run("echo x; setsid sleep 8 & exit 0", readAll); !errors.Is(err, exec.ErrWaitDelay) || string(got) != "x\n" {
+		t.Errorf("escaped grandchild: %q %v", got, err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("escaped grandchild held the run for %s", d)
 	}
 	hang := base
 	hang.Args, hang.Timeout = []string{"-c", "sleep 30 & sleep 30"}, 200*time.Millisecond
