@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -160,4 +161,24 @@ func FuzzSqueueStream(f *testing.F) {
 	f.Add([]byte(`{"jobs":[{"job_id":{"set":true,"number":1},"job_state":["PENDING"],"array_task_string":"1-9:2%3"}]}`))
 	f.Add([]byte(`{"jobs":[{"job_id":1,"name":"\"],{","Partition":"p\u00e9","x":[[[{}]]]}],"errors":[]}`))
 	f.Fuzz(func(t *testing.T, b []byte) { agree(t, b) })
+}
+
+// TestSqueueJSONMemoryPerJob: decoding a queue allocates what its jobs
+// keep, not copies of the output (the full decode allocated 9 KB a job of
+// this 2.3 KB-a-job output: the output twice, then every field).
+func TestSqueueJSONMemoryPerJob(t *testing.T) {
+	const n = 5000
+	data := bigSqueueJSON(t, n)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	jobs, err := ParseSqueueJSON(bytes.NewReader(data))
+	runtime.ReadMemStats(&after)
+	if err != nil || len(jobs) != n {
+		t.Fatal(len(jobs), err)
+	}
+	perJob := float64(after.TotalAlloc-before.TotalAlloc) / n
+	t.Logf("%.0f bytes allocated a job, output %d bytes a job", perJob, len(data)/n)
+	if perJob > 1500 {
+		t.Errorf("%.0f bytes allocated a job, want at most 1,500", perJob)
+	}
 }
