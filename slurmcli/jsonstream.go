@@ -3,6 +3,7 @@
 package slurmcli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -126,6 +127,13 @@ func (s *jsonScanner) key() ([]byte, error) {
 	if c != '"' {
 		return nil, fmt.Errorf("json: invalid character %q, want an object key", c)
 	}
+	// Most keys lie whole in the window, without escapes: no copy.
+	if b := s.buf[s.pos+1:]; true {
+		if q := bytes.IndexByte(b, '"'); q >= 0 && bytes.IndexByte(b[:q], '\\') < 0 {
+			s.pos += q + 2
+			return b[:q], s.expect(':')
+		}
+	}
 	s.out = s.out[:0]
 	if err := s.str(true); err != nil {
 		return nil, err
@@ -184,7 +192,10 @@ func (s *jsonScanner) punct(c byte, keep bool) error {
 }
 
 // str reads a string, its quotes included; only its end is looked for
-// here (the callers decode the escapes and check the UTF-8).
+// here, with bytes.IndexByte over the window (strings are most of Slurm's
+// output). The callers decode what they keep: escapes, UTF-8 and control
+// characters are checked there (plainString, encoding/json), not in the
+// strings skipped.
 func (s *jsonScanner) str(keep bool) error {
 	s.pos++ // the opening quote
 	if keep {
@@ -193,23 +204,35 @@ func (s *jsonScanner) str(keep bool) error {
 	esc := false
 	for s.fill() {
 		b := s.buf[s.pos:]
-		i := 0
-		for ; i < len(b); i++ {
-			c := b[i]
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				if keep {
-					s.out = append(s.out, b[:i+1]...)
-				}
-				s.pos += i + 1
-				return nil
-			case c < 0x20:
-				return errors.New("json: control character in a string")
+		if esc { // the byte after a backslash, read past a window's end
+			esc = false
+			s.pos++
+			if keep {
+				s.out = append(s.out, b[0])
 			}
+			continue
+		}
+		q := bytes.IndexByte(b, '"')
+		seg := b
+		if q >= 0 {
+			seg = b[:q]
+		}
+		if e := bytes.IndexByte(seg, '\\'); e >= 0 {
+			// Up to the backslash and the byte it escapes, then look again.
+			n := min(e+2, len(b))
+			esc = n == e+1
+			if keep {
+				s.out = append(s.out, b[:n]...)
+			}
+			s.pos += n
+			continue
+		}
+		if q >= 0 {
+			if keep {
+				s.out = append(s.out, b[:q+1]...)
+			}
+			s.pos += q + 1
+			return nil
 		}
 		if keep {
 			s.out = append(s.out, b...)
@@ -221,6 +244,19 @@ func (s *jsonScanner) str(keep bool) error {
 
 // scalar reads a number, true, false or null, and checks it.
 func (s *jsonScanner) scalar(keep bool) error {
+	if !keep {
+		// Most lie whole in the window: checked in place.
+		b := s.buf[s.pos:]
+		for i, c := range b {
+			if c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '"' || c == ':' {
+				if !validScalar(b[:i]) {
+					return fmt.Errorf("json: invalid literal %q", truncate(b[:i]))
+				}
+				s.pos += i
+				return nil
+			}
+		}
+	}
 	start := len(s.out)
 	for s.fill() {
 		c := s.buf[s.pos]
@@ -237,18 +273,22 @@ func (s *jsonScanner) scalar(keep bool) error {
 	if len(tok) == 0 {
 		return s.eof()
 	}
-	ok := isJSONNumber(tok)
-	switch string(tok) {
-	case "true", "false", "null":
-		ok = true
-	}
-	if !ok {
+	if !validScalar(tok) {
 		return fmt.Errorf("json: invalid literal %q", truncate(tok))
 	}
 	if !keep {
 		s.out = s.out[:start]
 	}
 	return nil
+}
+
+// validScalar: a JSON number, true, false or null.
+func validScalar(b []byte) bool {
+	switch string(b) {
+	case "true", "false", "null":
+		return true
+	}
+	return isJSONNumber(b)
 }
 
 // truncate shortens what an error quotes of hostile input.

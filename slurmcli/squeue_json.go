@@ -128,17 +128,56 @@ func fieldName(k []byte) string {
 }
 
 // known returns the name jobscope reads that k is ("" for any other),
-// without allocating: a string made of k would escape, once per key.
+// without allocating (a string made of k would escape, once per key): a
+// switch on string(k) compares in place.
 func known(k []byte) string {
-	for _, f := range squeueFields {
-		if string(k) == f {
-			return f
-		}
-	}
-	for _, f := range [...]string{"jobs", "errors"} {
-		if string(k) == f {
-			return f
-		}
+	switch string(k) {
+	case "jobs":
+		return "jobs"
+	case "errors":
+		return "errors"
+	case "job_id":
+		return "job_id"
+	case "job_state":
+		return "job_state"
+	case "state_reason":
+		return "state_reason"
+	case "partition":
+		return "partition"
+	case "user_name":
+		return "user_name"
+	case "user_id":
+		return "user_id"
+	case "account":
+		return "account"
+	case "qos":
+		return "qos"
+	case "cpus":
+		return "cpus"
+	case "node_count":
+		return "node_count"
+	case "nodes":
+		return "nodes"
+	case "tres_alloc_str":
+		return "tres_alloc_str"
+	case "tres_req_str":
+		return "tres_req_str"
+	case "tres_per_node":
+		return "tres_per_node"
+	case "memory_per_node":
+		return "memory_per_node"
+	case "memory_per_cpu":
+		return "memory_per_cpu"
+	case "array_job_id":
+		return "array_job_id"
+	case "array_task_id":
+		return "array_task_id"
+	case "array_task_string":
+		return "array_task_string"
+	case "submit_time":
+		return "submit_time"
+	case "start_time":
+		return "start_time"
 	}
 	return ""
 }
@@ -386,14 +425,19 @@ func (in interner) decode(raw []byte, dst *string) error {
 	return json.Unmarshal(raw, dst)
 }
 
-// plainString: no escape to decode and nothing encoding/json would replace.
+// plainString: no escape to decode, no control character (which JSON
+// forbids in a string), nothing encoding/json would replace.
 func plainString(b []byte) bool {
+	ascii := true
 	for _, c := range b {
-		if c == '\\' || c >= utf8.RuneSelf {
-			return utf8.Valid(b) && bytes.IndexByte(b, '\\') < 0
+		switch {
+		case c == '\\' || c < 0x20:
+			return false
+		case c >= utf8.RuneSelf:
+			ascii = false
 		}
 	}
-	return true
+	return ascii || utf8.Valid(b)
 }
 
 // decode reads a number, null, or the {set, infinite, number} object of

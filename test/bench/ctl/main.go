@@ -77,13 +77,16 @@ func main() {
 				if !ok {
 					fail(fmt.Errorf("-bins: %q is not name=binary", pair))
 				}
-				r, err := measure(bin, dirs[s], format, *scrapes)
-				if err != nil {
-					fail(fmt.Errorf("%s %s %d jobs: %w", name, format, s.jobs, err))
-				}
 				form := format
 				if form == "auto" {
 					form = "json"
+				}
+				r, err := measure(bin, dirs[s], format, *scrapes)
+				if err != nil {
+					// One binary failing at one size is a result too: the
+					// rest of the table is still measured.
+					fmt.Printf("%-6s %-5s %7d %6d   failed: %v\n", name, form, s.jobs, s.nodes, err)
+					continue
 				}
 				fmt.Printf("%-6s %-5s %7d %6d %8.3f %8.3f %8.2f %9.2f %10.1f %7d %8.1f %8.1f\n", name, form, s.jobs, s.nodes,
 					r.poll.Seconds(), r.cpu.Seconds(), float64(r.poll.Microseconds())/float64(s.jobs),
@@ -143,7 +146,7 @@ func measure(bin, dir, format string, scrapes int) (result, error) {
 		allocs = append(allocs, metric(body, "go_memstats_alloc_bytes_total"))
 	}
 	if bad := failing(body); bad != "" {
-		return res, fmt.Errorf("collectors failed: %s", bad)
+		return res, fmt.Errorf("collectors failed: %s (%s)", bad, sourceErrors(body))
 	}
 	res.poll, res.cpu = median(ds), median(cpus)
 	if n := len(allocs); n > 1 {
@@ -190,6 +193,18 @@ func failing(b []byte) string {
 	var out []string
 	for _, l := range strings.Split(string(b), "\n") {
 		if strings.HasPrefix(l, "jobscope_scrape_collector_success{") && strings.HasSuffix(l, " 0") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// sourceErrors names the Slurm commands that failed, and why, from the
+// exporter's own counters.
+func sourceErrors(b []byte) string {
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "jobscope_slurm_command_errors_total{") && !strings.HasSuffix(l, " 0") {
 			out = append(out, l)
 		}
 	}
