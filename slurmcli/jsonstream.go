@@ -127,12 +127,13 @@ func (s *jsonScanner) key() ([]byte, error) {
 	if c != '"' {
 		return nil, fmt.Errorf("json: invalid character %q, want an object key", c)
 	}
-	// Most keys lie whole in the window, without escapes: no copy.
-	if b := s.buf[s.pos+1:]; true {
-		if q := bytes.IndexByte(b, '"'); q >= 0 && bytes.IndexByte(b[:q], '\\') < 0 {
-			s.pos += q + 2
-			return b[:q], s.expect(':')
-		}
+	// Most keys lie whole in the window, without escapes, their colon
+	// next: no copy. (The colon must be in the window too: reading past
+	// it would refill the window under the key.)
+	b := s.buf[s.pos+1:]
+	if q := bytes.IndexByte(b, '"'); q >= 0 && q+1 < len(b) && b[q+1] == ':' && bytes.IndexByte(b[:q], '\\') < 0 {
+		s.pos += q + 3
+		return b[:q], nil
 	}
 	s.out = s.out[:0]
 	if err := s.str(true); err != nil {

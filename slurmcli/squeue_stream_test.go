@@ -19,11 +19,11 @@ import (
 
 // agree checks that the stream decoder gives what the full decode gives:
 // the same jobs, field by field, or an error where it fails. The stream is
-// read a byte at a time too, so every value crosses a read boundary.
+// read a byte and 13 bytes at a time too, so values cross read boundaries.
 func agree(t *testing.T, b []byte) {
 	t.Helper()
 	want, werr := parseSqueueJSONFull(bytes.NewReader(b))
-	for _, r := range []io.Reader{bytes.NewReader(b), iotest.OneByteReader(bytes.NewReader(b))} {
+	for _, r := range []io.Reader{bytes.NewReader(b), iotest.OneByteReader(bytes.NewReader(b)), &chunkReader{b: b, n: 13}} {
 		got, err := ParseSqueueJSON(r)
 		if werr != nil {
 			if errors.Is(werr, ErrJSONShape) != errors.Is(err, ErrJSONShape) {
@@ -43,6 +43,22 @@ func agree(t *testing.T, b []byte) {
 			}
 		}
 	}
+}
+
+// chunkReader returns n bytes a read: window ends fall inside keys,
+// values and between a key and its colon.
+type chunkReader struct {
+	b []byte
+	n int
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	if len(c.b) == 0 {
+		return 0, io.EOF
+	}
+	k := copy(p[:min(len(p), c.n)], c.b)
+	c.b = c.b[k:]
+	return k, nil
 }
 
 // TestSqueueStreamAgrees: every squeue --json capture of 22.05, 24.11 and
