@@ -14,7 +14,7 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/jobscope/jobscope/test/gen/cluster"
+	clustergen "github.com/jobscope/jobscope/test/gen/cluster"
 )
 
 // agree checks that the stream decoder gives what the full decode gives:

@@ -13,9 +13,9 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/jobscope/jobscope/test/gen/cluster"
 	"github.com/jobscope/jobscope/slurmcli"
 	"github.com/jobscope/jobscope/slurmcli/slurmclitest"
+	clustergen "github.com/jobscope/jobscope/test/gen/cluster"
 )
 
 // BenchmarkSlurmCluster measures one controller-mode poll of a simulated

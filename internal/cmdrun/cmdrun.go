@@ -184,7 +184,9 @@ func Stream(ctx context.Context, s Spec, consume func(io.Reader) error) (Result,
 	case exited(err):
 		// It failed on its own (before or after what consume made of its
 		// output): an exit status, whose stderr says why.
-		res.Cause, res.ExitCode = Exit, err.(*exec.ExitError).ExitCode()
+		var ee *exec.ExitError
+		_ = errors.As(err, &ee)
+		res.Cause, res.ExitCode = Exit, ee.ExitCode()
 	case cerr != nil:
 		// Killed by us above, or its output not understood.
 		return res, cerr
@@ -201,8 +203,8 @@ func Stream(ctx context.Context, s Spec, consume func(io.Reader) error) (Result,
 
 // exited: the command ended with an exit status of its own, not a signal.
 func exited(err error) bool {
-	ee, ok := err.(*exec.ExitError)
-	return ok && ee.ExitCode() >= 0
+	var ee *exec.ExitError
+	return errors.As(err, &ee) && ee.ExitCode() >= 0
 }
 
 // errStopped ends exec's copy of stdout once nobody reads it.

@@ -23,8 +23,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jobscope/jobscope/test/bench/proc"
-	"github.com/jobscope/jobscope/test/gen/cluster"
+	benchproc "github.com/jobscope/jobscope/test/bench/proc"
+	clustergen "github.com/jobscope/jobscope/test/gen/cluster"
 )
 
 // size is one simulated cluster.
