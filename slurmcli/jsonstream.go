@@ -143,43 +143,72 @@ func (s *jsonScanner) key() ([]byte, error) {
 	return k, s.expect(':')
 }
 
+// What value expects next, inside the value it reads.
+const (
+	wantValue        = iota // after ':' or an array's ','
+	wantValueOrClose        // after '['
+	wantKey                 // after an object's ','
+	wantKeyOrClose          // after '{'
+	wantColon               // after a key
+	wantCommaOrClose        // after an element
+)
+
 // value reads one value, keeping its bytes (white space outside strings
-// dropped) if keep; they are valid until the scanner's next call.
+// dropped) if keep; they are valid until the scanner's next call. The
+// grammar of objects and arrays is checked as in a full decode: a
+// skipped value that is not JSON fails here, rather than making the rest
+// of the output read as something else.
 func (s *jsonScanner) value(keep bool) ([]byte, error) {
 	s.out, s.stack = s.out[:0], s.stack[:0]
+	want := wantValue
 	for {
 		c, err := s.peek()
 		if err != nil {
 			return nil, err
 		}
-		switch c {
-		case '"':
-			err = s.str(keep)
-		case '{', '[':
+		isValue := want == wantValue || want == wantValueOrClose
+		done := false // a value ended
+		switch {
+		case c == '"' && (want == wantKey || want == wantKeyOrClose):
+			err, want = s.str(keep), wantColon
+		case c == '"' && isValue:
+			err, done = s.str(keep), true
+		case (c == '{' || c == '[') && isValue:
 			if len(s.stack) >= jsonMaxDepth {
 				return nil, errors.New("json: exceeded max depth")
 			}
 			s.stack = append(s.stack, c+2) // '{'+2 is '}', '['+2 is ']'
-			err = s.punct(c, keep)
-		case '}', ']':
-			if len(s.stack) == 0 || s.stack[len(s.stack)-1] != c {
-				return nil, fmt.Errorf("json: invalid character %q", c)
+			want = wantValueOrClose
+			if c == '{' {
+				want = wantKeyOrClose
 			}
+			err = s.punct(c, keep)
+		case (c == '}' && (want == wantKeyOrClose || want == wantCommaOrClose) ||
+			c == ']' && (want == wantValueOrClose || want == wantCommaOrClose)) &&
+			len(s.stack) > 0 && s.stack[len(s.stack)-1] == c:
 			s.stack = s.stack[:len(s.stack)-1]
-			err = s.punct(c, keep)
-		case ',', ':':
-			if len(s.stack) == 0 {
-				return nil, fmt.Errorf("json: invalid character %q, want a value", c)
+			err, done = s.punct(c, keep), true
+		case c == ':' && want == wantColon:
+			err, want = s.punct(c, keep), wantValue
+		case c == ',' && want == wantCommaOrClose:
+			want = wantValue
+			if s.stack[len(s.stack)-1] == '}' {
+				want = wantKey
 			}
 			err = s.punct(c, keep)
+		case isValue && c != '}' && c != ']' && c != ',' && c != ':':
+			err, done = s.scalar(keep), true
 		default:
-			err = s.scalar(keep)
+			return nil, fmt.Errorf("json: invalid character %q", c)
 		}
 		if err != nil {
 			return nil, err
 		}
-		if len(s.stack) == 0 {
-			return s.out, nil
+		if done {
+			if len(s.stack) == 0 {
+				return s.out, nil
+			}
+			want = wantCommaOrClose
 		}
 	}
 }

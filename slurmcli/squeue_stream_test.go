@@ -6,10 +6,13 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -196,5 +199,33 @@ func TestSqueueJSONMemoryPerJob(t *testing.T) {
 	t.Logf("%.0f bytes allocated a job, output %d bytes a job", perJob, len(data)/n)
 	if perJob > 1500 {
 		t.Errorf("%.0f bytes allocated a job, want at most 1,500", perJob)
+	}
+}
+
+// TestSqueueStreamMutated runs what the fuzz target checks on mutations of
+// a capture from a fixed seed: the fuzz engine makes slow progress on a
+// loaded machine, this always runs.
+func TestSqueueStreamMutated(t *testing.T) {
+	src := readFixture(t, "squeue-busy.json")
+	rng := rand.New(rand.NewPCG(30, 1))
+	const tokens = `{}[]":,\ 0-e.tfn`
+	for i := range 3000 {
+		b := bytes.Clone(src[:rng.IntN(len(src))+1])
+		for range 1 + rng.IntN(4) {
+			p := rng.IntN(len(b))
+			switch rng.IntN(3) {
+			case 0:
+				b[p] = tokens[rng.IntN(len(tokens))]
+			case 1:
+				b = append(b[:p], b[p+1:]...)
+			default:
+				b = slices.Insert(b, p, tokens[rng.IntN(len(tokens))])
+			}
+			if len(b) == 0 {
+				break
+			}
+		}
+		b = append(b, src[len(b)%len(src):]...)
+		t.Run(strconv.Itoa(i), func(t *testing.T) { agree(t, b) })
 	}
 }
