@@ -171,13 +171,19 @@ bench: build ## scrape benchmarks on generated 128/512-job trees, against BENCH_
 	$(GO) build -o bin/benchnode ./test/bench/node
 	bin/benchnode -bin $(BIN) -base bin/jobscope-base -shapes $(BENCH_SHAPES) $(BENCH_FLAGS) | tee -a bench.out
 
-# Controller mode at scale (docs/controller.md): a simulated 2,000-node
-# cluster of 10,000 and 50,000 jobs from real 22.05 records, parsed and
-# emitted in process (allocations), then by the real binary over HTTP (time
-# per job, series, resident memory), in JSON and in text.
-bench-controller: build ## controller mode on a simulated 2,000-node cluster
-	TZ=UTC $(GO) test -run '^$$' -bench 'SlurmCluster' -benchmem -benchtime 3x -count 5 ./collector/cluster/ | tee bench-controller.out
-	$(GO) run ./test/bench/ctl | tee -a bench-controller.out
+# Controller mode at scale (docs/controller.md, docs/performance.md):
+# simulated clusters from real 22.05 records (10,000 and 50,000 jobs on
+# 2,000 nodes, 100,000 on 5,000), parsed and emitted in process (the
+# benchmark to profile), then one table of the real binary over HTTP, in
+# the default form (JSON) and in text: poll and CPU time, allocations per
+# job, series, RSS and peak RSS, for this tree's binary and for
+# $(BENCH_BASE)'s, built from git in the same run. About 8 minutes.
+bench-controller: build ## controller mode at 10k/50k/100k jobs: one table, this tree beside BENCH_BASE
+	TZ=UTC $(GO) test -run '^$$' -bench 'SlurmCluster' -benchmem -benchtime 3x -count 1 ./collector/cluster/ | tee bench-controller.out
+	rm -rf build/ctl-base && mkdir -p build/ctl-base
+	git archive $(BENCH_BASE) | tar -x -C build/ctl-base
+	cd build/ctl-base && $(GO) build -trimpath -o ../../bin/jobscope-base ./cmd/jobscope
+	$(GO) run ./test/bench/ctl -bins now=$(BIN),base=bin/jobscope-base | tee -a bench-controller.out
 
 # ns per sched_switch event (kernel BPF stats) against an empty program, and
 # perf bench sched pipe with and without jobscope (root).

@@ -12,7 +12,7 @@ import (
 
 // bigSqueueJSON replicates the real capture's jobs to n records, the size
 // of a busy cluster's queue, to measure what a poll costs the exporter.
-func bigSqueueJSON(b *testing.B, n int) []byte {
+func bigSqueueJSON(b testing.TB, n int) []byte {
 	var in map[string]any
 	if err := json.Unmarshal(readFixture(b, "squeue-running.json"), &in); err != nil {
 		b.Fatal(err)

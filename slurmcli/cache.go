@@ -3,10 +3,10 @@
 package slurmcli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -109,25 +109,23 @@ func NewCache(cfg CacheConfig) *Cache {
 	}
 	c := &Cache{cfg: cfg, want: map[Source]bool{}}
 	c.Jobs = newSource(c, SourceJobs,
-		fixed("squeue", SqueueJSONArgs, func(b []byte) ([]Job, error) { return ParseSqueueJSON(bytes.NewReader(b)) }),
-		&variant[[]Job]{"squeue", SqueueTextArgs, func(b []byte, sep string) ([]Job, Refused, error) {
-			return ParseSqueueText(bytes.NewReader(b), sep)
-		}})
+		fixed("squeue", SqueueJSONArgs, ParseSqueueJSON),
+		&variant[[]Job]{"squeue", SqueueTextArgs, ParseSqueueText})
 	c.Nodes = newSource(c, SourceNodes,
-		fixed("sinfo", SinfoJSONArgs, func(b []byte) ([]Node, error) { return ParseSinfoJSON(bytes.NewReader(b)) }),
-		fixed("scontrol", ScontrolNodeArgs, func(b []byte) ([]Node, error) { return ParseScontrolNodes(bytes.NewReader(b)) }))
+		fixed("sinfo", SinfoJSONArgs, ParseSinfoJSON),
+		fixed("scontrol", ScontrolNodeArgs, ParseScontrolNodes))
 	c.Shares = newSource(c, SourceShares, nil,
-		fixed("sshare", SshareArgs, func(b []byte) ([]Share, error) { return ParseSshare(bytes.NewReader(b)) }))
+		fixed("sshare", SshareArgs, ParseSshare))
 	c.Diag = newSource(c, SourceDiag, nil,
-		fixed("sdiag", nil, func(b []byte) (*Diag, error) { return ParseSdiag(bytes.NewReader(b)) }))
+		fixed("sdiag", nil, ParseSdiag))
 	c.Reservations = newSource(c, SourceReservations,
-		fixed("scontrol", ReservationJSONArgs, func(b []byte) ([]Reservation, error) { return ParseReservationsJSON(bytes.NewReader(b)) }),
-		fixed("scontrol", ReservationTextArgs, func(b []byte) ([]Reservation, error) {
-			return ParseReservationsText(bytes.NewReader(b), time.Local)
+		fixed("scontrol", ReservationJSONArgs, ParseReservationsJSON),
+		fixed("scontrol", ReservationTextArgs, func(r io.Reader) ([]Reservation, error) {
+			return ParseReservationsText(r, time.Local)
 		}))
 	c.Licenses = newSource(c, SourceLicenses,
-		fixed("scontrol", LicenseJSONArgs, func(b []byte) ([]License, error) { return ParseLicensesJSON(bytes.NewReader(b)) }),
-		fixed("scontrol", LicenseTextArgs, func(b []byte) ([]License, error) { return ParseLicensesText(bytes.NewReader(b)) }))
+		fixed("scontrol", LicenseJSONArgs, ParseLicensesJSON),
+		fixed("scontrol", LicenseTextArgs, ParseLicensesText))
 	return c
 }
 
@@ -157,7 +155,7 @@ func (c *Cache) EnableSacct(s *SacctCounter) {
 		now := c.cfg.Now()
 		from, to, args := s.window(now)
 		// sacct's columns here hold no user text (no job name): plain -P.
-		jobs, err := runParse(ctx, c.cfg.Runner, fixed("sacct", args, func(b []byte) ([]SacctJob, error) { return ParseSacct(bytes.NewReader(b)) }))
+		jobs, err := runParse(ctx, c.cfg.Runner, fixed("sacct", args, ParseSacct))
 		if accountingDisabled(err) {
 			off = true
 			c.cfg.Logger.Info("slurm accounting storage is disabled: the sacct source is off (no ended-job counts); "+
@@ -253,14 +251,14 @@ func Serve[T any](r poll.Result[T], maxAge time.Duration) (v T, ok bool, err err
 type variant[T any] struct {
 	cmd   string
 	args  func(sep string) []string
-	parse func(b []byte, sep string) (T, Refused, error)
+	parse func(r io.Reader, sep string) (T, Refused, error)
 }
 
 // fixed is a variant whose arguments and parser need no separator: JSON,
 // and text forms that hold no user text.
-func fixed[T any](cmd string, args []string, parse func([]byte) (T, error)) *variant[T] {
-	return &variant[T]{cmd, func(string) []string { return args }, func(b []byte, _ string) (T, Refused, error) {
-		v, err := parse(b)
+func fixed[T any](cmd string, args []string, parse func(io.Reader) (T, error)) *variant[T] {
+	return &variant[T]{cmd, func(string) []string { return args }, func(r io.Reader, _ string) (T, Refused, error) {
+		v, err := parse(r)
 		return v, Refused{}, err
 	}}
 }
@@ -314,14 +312,23 @@ func newSourceFunc[T any](c *Cache, src Source, fetch func(context.Context) (T, 
 func runParse[T any](ctx context.Context, r *Runner, v *variant[T]) (T, error) {
 	var zero T
 	sep := NewSeparator()
-	out, err := r.Run(ctx, v.cmd, v.args(sep)...)
-	if err != nil {
+	var (
+		val  T
+		ref  Refused
+		perr error
+	)
+	// The parser reads the command's stdout as it comes: the output is
+	// never held whole, only the parsed value.
+	err := r.Stream(ctx, v.cmd, v.args(sep), func(out io.Reader) error {
+		val, ref, perr = v.parse(out, sep)
+		return perr
+	})
+	if err != nil && err != perr { //nolint:errorlint // the parser's own error, as it returned it
 		return zero, err
 	}
-	val, ref, err := v.parse(out, sep)
-	if err != nil {
+	if perr != nil {
 		r.Stats().ParseError(v.cmd)
-		return zero, fmt.Errorf("%s output: %w", v.cmd, err)
+		return zero, fmt.Errorf("%s output: %w", v.cmd, perr)
 	}
 	_ = r.refused(v.cmd, ref) // counted and logged there; the value is good
 	return val, nil

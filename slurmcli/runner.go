@@ -90,6 +90,26 @@ func (r *Runner) Run(ctx context.Context, name string, args ...string) ([]byte, 
 // RunInput is Run with stdin fed from in (sacctmgr reads a batch of
 // commands there, one process for many jobs).
 func (r *Runner) RunInput(ctx context.Context, name string, in io.Reader, args ...string) ([]byte, error) {
+	var out []byte
+	err := r.run(name, args, in, func(s cmdrun.Spec) (cmdrun.Result, error) {
+		res, err := cmdrun.Run(ctx, s)
+		out = res.Stdout
+		return res, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Stream runs name with args like Run, handing its stdout to consume as
+// it comes (see cmdrun.Stream): the output is never held whole. A failed
+// command's error wins over consume's, which comes back as it is.
+func (r *Runner) Stream(ctx context.Context, name string, args []string, consume func(io.Reader) error) error {
+	return r.run(name, args, nil, func(s cmdrun.Spec) (cmdrun.Result, error) { return cmdrun.Stream(ctx, s, consume) })
+}
+
+func (r *Runner) run(name string, args []string, in io.Reader, exec func(cmdrun.Spec) (cmdrun.Result, error)) error {
 	timeout := r.Timeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
@@ -98,7 +118,7 @@ func (r *Runner) RunInput(ctx context.Context, name string, in io.Reader, args .
 	if maxOut <= 0 {
 		maxOut = defaultMaxOutput
 	}
-	res, err := cmdrun.Run(ctx, cmdrun.Spec{
+	res, err := exec(cmdrun.Spec{
 		Path: r.Path(name), Args: args, Stdin: in, Timeout: timeout, MaxStdout: maxOut, MaxStderr: stderrKeep,
 		// Slurm prints times as configured by this variable; the parsers
 		// expect the standard ISO form.
@@ -117,10 +137,7 @@ func (r *Runner) RunInput(ctx context.Context, name string, in io.Reader, args .
 			r.Logger.Debug("slurm command wrote to stderr", "command", name, "stderr", strings.TrimSpace(res.Stderr))
 		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	return res.Stdout, nil
+	return err
 }
 
 // Stats returns the per-command counters.

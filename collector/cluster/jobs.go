@@ -75,13 +75,19 @@ func (c *slurmJobs) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) er
 		sum.mem += n * j.MemoryBytes
 		sum.gpus += n * j.GPUs
 	}
+	// A queue has a handful of states: lowered once each, not once a job.
+	lower := map[string]string{}
 	for _, j := range jobs {
 		if !j.InQueue() {
 			continue
 		}
 		// Labels are made valid UTF-8 before grouping: two raw names that
 		// clean to one value must add up, not become duplicate series.
-		state := slurmLabel(strings.ToLower(j.State))
+		state, ok := lower[j.State]
+		if !ok {
+			state = slurmLabel(strings.ToLower(j.State))
+			lower[j.State] = state
+		}
 		part := slurmLabel(j.Partition)
 		add(byPart, slurmLabelPair{part, state}, j)
 		add(byUser, slurmLabelPair{slurmLabel(j.User), state}, j)

@@ -131,3 +131,109 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 	b.over = true
 	return 0, errors.New("output limit reached")
 }
+
+// Stream runs the command like Run but hands its stdout to consume as it
+// comes, through a pipe, instead of keeping it: a parser that reads record
+// by record then holds one record, never the whole output (squeue --json of
+// 100,000 jobs is a quarter of a GiB). MaxStdout still bounds what is read.
+// Whatever consume leaves unread is drained (the command must not block on
+// a full pipe); if consume fails, the command is killed instead. A failed
+// command wins over consume's error: output cut short by an exit, timeout
+// or limit is not a parse error. Result.Stdout stays nil.
+func Stream(ctx context.Context, s Spec, consume func(io.Reader) error) (Result, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, s.Timeout, ErrTimeout)
+	defer cancel()
+	stderr := limitedBuffer{limit: s.MaxStderr, truncate: true}
+	cmd := exec.CommandContext(ctx, s.Path, s.Args...)
+	cmd.Stderr, cmd.Env, cmd.Stdin = &stderr, s.Env, s.Stdin
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = s.WaitDelay
+	// Through an io.Pipe rather than StdoutPipe: exec's own copy then ends
+	// at WaitDelay even if a grandchild that left the group keeps the
+	// descriptor, and Wait, which closes our end, never waits on consume.
+	pr, pw := io.Pipe()
+	cmd.Stdout = pw
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return Result{Cause: Start, Duration: time.Since(start)}, fmt.Errorf("%s: %w", s.Path, err)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		_ = pw.Close()
+		waited <- err
+	}()
+	lim := &limitedReader{r: pr, left: int64(s.MaxStdout)}
+	cerr := consume(lim)
+	if cerr == nil && !lim.over {
+		_, _ = io.Copy(io.Discard, lim)
+	}
+	if cerr != nil || lim.over {
+		// The rest is of no use: stop the command rather than read it.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = pr.CloseWithError(errStopped)
+	}
+	err := <-waited
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // see Run
+	res := Result{Duration: time.Since(start), Stderr: string(stderr.buf)}
+	switch {
+	case lim.over:
+		return Result{Duration: res.Duration, Stderr: res.Stderr, Cause: TooLarge},
+			fmt.Errorf("%s: %d bytes: %w", s.Path, s.MaxStdout, ErrTooLarge)
+	case errors.Is(context.Cause(ctx), ErrTimeout) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		res.Cause, err = Timeout, fmt.Errorf("%s after %s: %w", s.Path, s.Timeout, ErrTimeout)
+	case ctx.Err() != nil:
+		res.Cause, err = Canceled, fmt.Errorf("%s: %w", s.Path, context.Cause(ctx))
+	case exited(err):
+		// It failed on its own (before or after what consume made of its
+		// output): an exit status, whose stderr says why.
+		var ee *exec.ExitError
+		_ = errors.As(err, &ee)
+		res.Cause, res.ExitCode = Exit, ee.ExitCode()
+	case cerr != nil:
+		// Killed by us above, or its output not understood.
+		return res, cerr
+	case err != nil:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			res.Cause, res.ExitCode = Exit, ee.ExitCode()
+		} else {
+			res.Cause, err = Start, fmt.Errorf("%s: %w", s.Path, err)
+		}
+	}
+	return res, err
+}
+
+// exited: the command ended with an exit status of its own, not a signal.
+func exited(err error) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee) && ee.ExitCode() >= 0
+}
+
+// errStopped ends exec's copy of stdout once nobody reads it.
+var errStopped = errors.New("stdout no longer read")
+
+// limitedReader reads at most left bytes; one more fails the read and
+// marks the run as over the limit.
+type limitedReader struct {
+	r    io.Reader
+	left int64
+	over bool
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.over {
+		return 0, ErrTooLarge
+	}
+	if int64(len(p)) > l.left+1 {
+		p = p[:l.left+1]
+	}
+	n, err := l.r.Read(p)
+	if int64(n) > l.left {
+		l.over = true
+		return int(l.left), ErrTooLarge
+	}
+	l.left -= int64(n)
+	return n, err
+}

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Command benchctl measures controller mode at scale: it writes a
-// simulated cluster (test/gen/cluster: 2,000 nodes and 50,000 jobs by
-// default) as fake Slurm commands, runs each given jobscope binary in
-// controller mode on it, in JSON and in text form, scrapes it repeatedly
-// over HTTP (every scrape a new poll, a poll interval apart: all commands
-// run, are parsed and emitted) and prints the median scrape time, the time per job, the
-// series count and the process's resident memory.
+// Command benchctl measures controller mode at scale: it writes simulated
+// clusters (test/gen/cluster, from real 22.05 records: 10,000 and 50,000
+// jobs on 2,000 nodes and 100,000 on 5,000 by default) as fake Slurm
+// commands, runs each given jobscope binary in controller mode on each, in
+// the default form (JSON) and in text, scrapes it repeatedly over HTTP
+// (every scrape a new poll, a poll interval apart: all commands run, are
+// parsed and emitted) and prints one table: the median poll time and CPU
+// time, the bytes allocated per job and per poll, the series, and the
+// process's resident memory and its peak.
 package main
 
 import (
@@ -25,68 +27,88 @@ import (
 	clustergen "github.com/jobscope/jobscope/test/gen/cluster"
 )
 
+// size is one simulated cluster.
+type size struct{ jobs, nodes int }
+
 func main() {
-	bins := flag.String("bins", "now=bin/jobscope", "comma-separated name=binary pairs to compare")
-	formats := flag.String("formats", "auto,text", "--slurm.format values to measure (auto: JSON where the version has it)")
-	scrapes := flag.Int("scrapes", 7, "scrapes per binary and format")
-	nodes := flag.Int("nodes", clustergen.Default.Nodes, "simulated nodes")
-	jobs := flag.String("jobs", "10000,50000", "simulated job counts, comma-separated: the time per job is the difference between the first and the last over their difference in jobs (nodes and fixed costs cancel out)")
+	bins := flag.String("bins", "now=bin/jobscope", "comma-separated name=binary pairs to compare, measured in this run")
+	formats := flag.String("formats", "auto,text", "--slurm.format values to measure (auto, the default: JSON where the version has it)")
+	scrapes := flag.Int("scrapes", 5, "scrapes per binary, format and size; the first after start-up is not counted")
+	sizes := flag.String("sizes", "10000,50000,100000@5000", "simulated clusters, comma-separated: jobs, or jobs@nodes (nodes default to -nodes)")
+	nodes := flag.Int("nodes", clustergen.Default.Nodes, "simulated nodes where -sizes names none")
 	testdata := flag.String("testdata", "testdata/slurm/22.05", "the real 22.05 captures the records come from")
 	flag.Parse()
-	var counts []int
-	for _, c := range strings.Split(*jobs, ",") {
-		n, err := strconv.Atoi(c)
-		if err != nil {
-			fail(err)
+	var shapes []size
+	for _, c := range strings.Split(*sizes, ",") {
+		j, n, found := strings.Cut(c, "@")
+		s := size{nodes: *nodes}
+		var err error
+		if s.jobs, err = strconv.Atoi(j); err != nil {
+			fail(fmt.Errorf("-sizes: %w", err))
 		}
-		counts = append(counts, n)
+		if found {
+			if s.nodes, err = strconv.Atoi(n); err != nil {
+				fail(fmt.Errorf("-sizes: %w", err))
+			}
+		}
+		shapes = append(shapes, s)
 	}
-	dirs := map[int]string{}
-	for _, n := range counts {
+	dirs := map[size]string{}
+	for _, s := range shapes {
 		dir, err := os.MkdirTemp("", "jobscope-benchctl-")
 		if err != nil {
 			fail(err)
 		}
 		defer os.RemoveAll(dir)
 		shape := clustergen.Default
-		shape.Nodes, shape.Jobs = *nodes, n
+		shape.Nodes, shape.Jobs = s.nodes, s.jobs
 		if err := clustergen.Write(dir, *testdata, shape); err != nil {
 			fail(err)
 		}
-		dirs[n] = dir
+		dirs[s] = dir
 	}
-	fmt.Printf("%d nodes; %d scrapes each, every one a new poll; medians\n", *nodes, *scrapes)
-	fmt.Printf("%-8s %-5s %7s %10s %10s %12s %9s %9s %9s\n", "binary", "form", "jobs", "scrape_s", "us/job", "bytes", "series", "rss_MiB", "hwm_MiB")
-	for _, pair := range strings.Split(*bins, ",") {
-		name, bin, ok := strings.Cut(pair, "=")
-		if !ok {
-			fail(fmt.Errorf("-bins: %q is not name=binary", pair))
-		}
+	fmt.Printf("controller mode; %d scrapes each after the first, every one a new poll; medians. form json is the default (--slurm.format=auto)\n", *scrapes)
+	fmt.Printf("%-6s %-5s %7s %6s %8s %8s %8s %9s %10s %7s %8s %8s\n", "binary", "form", "jobs", "nodes",
+		"poll_s", "cpu_s", "us/job", "KB/job", "MB/poll", "series", "rss_MiB", "peak_MiB")
+	for _, s := range shapes {
 		for _, format := range strings.Split(*formats, ",") {
-			var first, last time.Duration
-			for i, n := range counts {
-				med, err := measure(name, bin, dirs[n], format, *scrapes, n)
+			for _, pair := range strings.Split(*bins, ",") {
+				name, bin, ok := strings.Cut(pair, "=")
+				if !ok {
+					fail(fmt.Errorf("-bins: %q is not name=binary", pair))
+				}
+				form := format
+				if form == "auto" {
+					form = "json"
+				}
+				r, err := measure(bin, dirs[s], format, *scrapes)
 				if err != nil {
-					fail(fmt.Errorf("%s %s: %w", name, format, err))
+					// One binary failing at one size is a result too: the
+					// rest of the table is still measured.
+					fmt.Printf("%-6s %-5s %7d %6d   failed: %v\n", name, form, s.jobs, s.nodes, err)
+					continue
 				}
-				if i == 0 {
-					first = med
-				}
-				last = med
-			}
-			if len(counts) > 1 {
-				d := counts[len(counts)-1] - counts[0]
-				fmt.Printf("%-8s %-5s per job, %d to %d jobs: %.2f us\n", name, format, counts[0], counts[len(counts)-1],
-					float64((last-first).Microseconds())/float64(d))
+				fmt.Printf("%-6s %-5s %7d %6d %8.3f %8.3f %8.2f %9.2f %10.1f %7d %8.1f %8.1f\n", name, form, s.jobs, s.nodes,
+					r.poll.Seconds(), r.cpu.Seconds(), float64(r.poll.Microseconds())/float64(s.jobs),
+					r.allocPerPoll/float64(s.jobs)/1000, r.allocPerPoll/1e6, r.series, r.rss, r.hwm)
 			}
 		}
 	}
 }
 
-func measure(name, bin, dir, format string, scrapes, jobs int) (time.Duration, error) {
+// result is one binary's figures on one cluster in one form.
+type result struct {
+	poll, cpu    time.Duration // medians
+	allocPerPoll float64       // bytes, Go's allocation counter
+	series       int
+	rss, hwm     float64 // MiB
+}
+
+func measure(bin, dir, format string, scrapes int) (result, error) {
+	var res result
 	addr, err := benchproc.FreeAddr()
 	if err != nil {
-		return 0, err
+		return res, err
 	}
 	cmd := exec.Command(bin, "--mode=controller", "--web.listen-address="+addr, "--slurm.bin-dir="+dir+"/bin",
 		"--slurm.format="+format, "--slurm.poll-interval=4s", "--slurm.command-timeout=5m", "--web.scrape-timeout=5m",
@@ -94,41 +116,62 @@ func measure(name, bin, dir, format string, scrapes, jobs int) (time.Duration, e
 	cmd.Env = append(os.Environ(), "TZ=UTC")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		return 0, err
+		return res, err
 	}
 	defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
 	url := "http://" + addr + "/metrics"
 	var body []byte
-	for i := 0; i < 200; i++ { // the listener, bounded
+	for range 200 { // the listener, bounded
 		if body, err = benchproc.Scrape(url); err == nil {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	if err != nil {
-		return 0, err
+		return res, err
 	}
-	var ds []time.Duration
+	var ds, cpus []time.Duration
+	var allocs []float64
 	for range scrapes {
 		// Past the poll interval: this scrape starts a new poll, and all
 		// its collectors share that one (the interval must outlast a poll,
 		// or a collector late in the scrape starts another).
 		time.Sleep(4100 * time.Millisecond)
-		start := time.Now()
+		cpu0, start := benchproc.CPUTime(cmd.Process.Pid), time.Now()
 		if body, err = benchproc.Scrape(url); err != nil {
-			return 0, err
+			return res, err
 		}
 		ds = append(ds, time.Since(start))
+		cpus = append(cpus, benchproc.CPUTime(cmd.Process.Pid)-cpu0)
+		allocs = append(allocs, metric(body, "go_memstats_alloc_bytes_total"))
 	}
-	sort.Slice(ds, func(a, b int) bool { return ds[a] < ds[b] })
-	med := ds[len(ds)/2]
-	rss, hwm, _ := benchproc.Memory(cmd.Process.Pid)
-	fmt.Printf("%-8s %-5s %7d %10.3f %10.2f %12d %9d %9.1f %9.1f\n", name, format, jobs, med.Seconds(),
-		float64(med.Microseconds())/float64(jobs), len(body), series(body), rss, hwm)
 	if bad := failing(body); bad != "" {
-		return 0, fmt.Errorf("collectors failed: %s", bad)
+		return res, fmt.Errorf("collectors failed: %s (%s)", bad, sourceErrors(body))
 	}
-	return med, nil
+	res.poll, res.cpu = median(ds), median(cpus)
+	if n := len(allocs); n > 1 {
+		// Between the first and the last scrape: n-1 whole polls.
+		res.allocPerPoll = (allocs[n-1] - allocs[0]) / float64(n-1)
+	}
+	res.series = series(body)
+	res.rss, res.hwm, _ = benchproc.Memory(cmd.Process.Pid)
+	return res, nil
+}
+
+func median(ds []time.Duration) time.Duration {
+	sort.Slice(ds, func(a, b int) bool { return ds[a] < ds[b] })
+	return ds[len(ds)/2]
+}
+
+// metric reads an unlabelled sample of an exposition (0 if absent).
+func metric(b []byte, name string) float64 {
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	return 0
 }
 
 // series counts the samples of an exposition.
@@ -150,6 +193,18 @@ func failing(b []byte) string {
 	var out []string
 	for _, l := range strings.Split(string(b), "\n") {
 		if strings.HasPrefix(l, "jobscope_scrape_collector_success{") && strings.HasSuffix(l, " 0") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// sourceErrors names the Slurm commands that failed, and why, from the
+// exporter's own counters.
+func sourceErrors(b []byte) string {
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "jobscope_slurm_command_errors_total{") && !strings.HasSuffix(l, " 0") {
 			out = append(out, l)
 		}
 	}
