@@ -24,7 +24,7 @@ js1_e2e() {
 	local out=$WORK/report/js1 t0 t1 rc c json truth got f ver
 	ver=$(sacctmgr --version 2>/dev/null)
 	t0=$(date +%s.%N)
-	"$WORK/jobscope-report" report summaries --config="$WORK/etc/report.yml" --since=1h --batch=50 \
+	"$WORK/bin/jobscope" report summaries --config="$WORK/etc/report.yml" --since=1h --batch=50 \
 		>"$out.out" 2>"$out.err"
 	rc=$?
 	t1=$(date +%s.%N)
@@ -40,7 +40,7 @@ js1_e2e() {
 		# slurmdbd's database directly: a stand-in for the write Slurm 22.05
 		# cannot do, so that what follows reads a real job's summary back.
 		t0=$(date +%s.%N)
-		"$WORK/jobscope-report" report summaries --config="$WORK/etc/report.yml" --since=1h --dry-run \
+		"$WORK/bin/jobscope" report summaries --config="$WORK/etc/report.yml" --since=1h --dry-run \
 			>"$out.dry" 2>"$out.dry.err"
 		t1=$(date +%s.%N)
 		log "summaries --dry-run: $(tail -1 "$out.dry.err" | cut -c1-300) (wall $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}')s)"

@@ -11,7 +11,7 @@ PORT_RSVC=19836
 RSVC_URL=http://127.0.0.1:$PORT_RSVC
 
 # rsvc_as USER ARGS...: jobscope report as USER with the client file.
-rsvc_as() { runuser -u "$1" -- "$WORK/jobscope-report" report --config="$WORK/etc/report-client.yml" --color=never "${@:2}"; }
+rsvc_as() { runuser -u "$1" -- "$WORK/bin/jobscope" report --config="$WORK/etc/report-client.yml" --color=never "${@:2}"; }
 
 # rsvc_cred [MUNGE-ARGS...] PATHQUERY: a credential bound to GET PATHQUERY,
 # made as the service's client makes it (internal/mungeauth.Payload).

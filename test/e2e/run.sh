@@ -492,7 +492,9 @@ trap on_exit EXIT
 trap 'exit 130' INT TERM
 log "work dir $WORK, node $NODE, jobscope $("$BIN" --version 2>&1 | head -1)"
 teardown
-rm -rf "$WORK"/{etc,spool,log,props,noprops,gpu-jobs,jobs,out,scratch,prom,metrics,broken,report,carol}
+# Everything an earlier run left: a stale binary or VictoriaMetrics' old
+# samples (job ids repeat from run to run) would answer for this run.
+rm -rf "$WORK"/{etc,spool,log,props,noprops,gpu-jobs,jobs,out,scratch,prom,metrics,broken,report,carol,vm,munge2,bin,notify} "$WORK"/jobscope-*
 install -d -m 0755 "$WORK" "$WORK/etc" "$WORK/jobs" "$WORK/metrics" "$WORK/spool" "$WORK/log"
 install_packages # creates the slurm, munge and mysql users the directories below need
 install -d -m 0755 -o slurm -g slurm "$WORK/run" "$WORK/log" "$WORK/spool/ctld"

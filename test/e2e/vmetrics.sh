@@ -74,13 +74,13 @@ vmetrics_e2e() {
 	wait_for 30 "victoria-metrics caught up" sh -c "[ \"\$(curl -fsS '$VM_URL/api/v1/query' --data-urlencode 'query=max(timestamp(up))' -d nocache=1 |
 		jq -r '.data.result[0].value[1] // 0 | tonumber | floor')\" -ge $(date -d "$until" +%s) ]"
 	report_cli --format=json "$R_BURN" >"$REPORT_OUT/burn-prom.json" 2>"$REPORT_OUT/burn-prom.err"
-	"$WORK/jobscope-report" report --config="$cfg" --color=never --format=json "$R_BURN" \
+	"$WORK/bin/jobscope" report --config="$cfg" --color=never --format=json "$R_BURN" \
 		>"$REPORT_OUT/burn-vm.json" 2>"$REPORT_OUT/burn-vm.err" || row "vmetrics: report of $R_BURN" "a report" "$(head -c 300 "$REPORT_OUT/burn-vm.err")" FAIL
 	check_eq "vmetrics: burner report from VictoriaMetrics, finished" "COMPLETED/false" \
 		"$(jq_report "$REPORT_OUT/burn-vm.json" '.job.state')/$(jq_report "$REPORT_OUT/burn-vm.json" '.job.running')"
 	vm_compare "report of job $R_BURN" "$REPORT_OUT/burn-prom.json" "$REPORT_OUT/burn-vm.json"
 	report_cli --user=carol --since=1h --until="$until" --format=json >"$REPORT_OUT/usage-prom.json" 2>"$REPORT_OUT/usage-prom.err"
-	"$WORK/jobscope-report" report --config="$cfg" --color=never --user=carol --since=1h --until="$until" --format=json \
+	"$WORK/bin/jobscope" report --config="$cfg" --color=never --user=carol --since=1h --until="$until" --format=json \
 		>"$REPORT_OUT/usage-vm.json" 2>"$REPORT_OUT/usage-vm.err" || row "vmetrics: usage of carol" "a summary" "$(head -c 300 "$REPORT_OUT/usage-vm.err")" FAIL
 	n=$(jq_report "$REPORT_OUT/usage-vm.json" '.totals.jobs')
 	check_eq "vmetrics: usage from VictoriaMetrics counts carol's 2 jobs" 2 "$n"
