@@ -13,12 +13,12 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/jobscope/jobscope/internal/listen"
 	"github.com/jobscope/jobscope/slurmcli"
 )
 
@@ -116,28 +116,9 @@ func newServer(cfg *Config, log *slog.Logger) (*server, error) {
 	return &server{cfg: cfg, log: log, eng: eng, h: h, inbox: inbox}, nil
 }
 
-func listen(addr string) (net.Listener, error) {
-	if p, ok := strings.CutPrefix(addr, "unix:"); ok {
-		// A socket left by a previous run would make Listen fail.
-		if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			_ = os.Remove(p)
-		}
-		l, err := net.Listen("unix", p)
-		if err != nil {
-			return nil, err
-		}
-		// Owner and group only: the group is Alertmanager's.
-		if err := os.Chmod(p, 0o660); err != nil {
-			l.Close()
-			return nil, err
-		}
-		return l, nil
-	}
-	return net.Listen("tcp", addr)
-}
-
 func (s *server) run(ctx context.Context) error {
-	l, err := listen(s.cfg.Listen)
+	// Owner and group only: the group is Alertmanager's.
+	l, err := listen.Open(s.cfg.Listen, 0o660)
 	if err != nil {
 		return err
 	}

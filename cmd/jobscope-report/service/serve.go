@@ -8,15 +8,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/jobscope/jobscope/internal/listen"
 )
 
 // Main runs `jobscope-report serve` until SIGTERM or SIGINT.
@@ -42,7 +41,7 @@ func Main(args []string, stderr io.Writer) int {
 		log.Error("report service: config", "err", err)
 		return 2
 	}
-	ln, err := Listen(cfg)
+	ln, err := listen.Open(cfg.Listen, cfg.SocketMode)
 	if err != nil {
 		log.Error("report service: listen", "err", err)
 		return 1
@@ -62,25 +61,4 @@ func Main(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-// Listen opens cfg.Listen: host:port, or unix:/path (a stale socket file
-// is replaced; the mode is cfg.SocketMode).
-func Listen(cfg Config) (net.Listener, error) {
-	p, ok := strings.CutPrefix(cfg.Listen, "unix:")
-	if !ok {
-		return net.Listen("tcp", cfg.Listen)
-	}
-	if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSocket != 0 {
-		_ = os.Remove(p)
-	}
-	ln, err := net.Listen("unix", p)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(p, cfg.SocketMode); err != nil {
-		ln.Close()
-		return nil, err
-	}
-	return ln, nil
 }

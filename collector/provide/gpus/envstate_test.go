@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/jobscope/jobscope/collector/provide"
+	"github.com/jobscope/jobscope/collector/provide/providetest"
 	"github.com/jobscope/jobscope/discovery"
 	"github.com/jobscope/jobscope/gpu"
 )
@@ -35,7 +36,7 @@ func TestGPUEnvStateFollowsJobs(t *testing.T) {
 	defer src.Close()
 	jobs := []*discovery.Job{{ID: "300", Version: 2, Dir: "/x/job_300"}, {ID: "301", Version: 2, Dir: "/x/job_301"}}
 	read := func(serial uint64, jobs []*discovery.Job) {
-		if _, err := src.Read(newFakeScrape(serial, jobs...)); err != nil {
+		if _, err := src.Read(providetest.NewScrape(serial, jobs...)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -68,7 +69,7 @@ func TestReadOncePerScrape(t *testing.T) {
 	if err := src.Start(&provide.Env{}); err != nil {
 		t.Fatal(err)
 	}
-	s := newFakeScrape(1)
+	s := providetest.NewScrape(1)
 	a, err := src.Read(s)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +77,7 @@ func TestReadOncePerScrape(t *testing.T) {
 	if b, _ := src.Read(s); a != b {
 		t.Error("two readings in one scrape")
 	}
-	if c, _ := src.Read(newFakeScrape(2)); c == a {
+	if c, _ := src.Read(providetest.NewScrape(2)); c == a {
 		t.Error("the next scrape got the last one's reading")
 	}
 }

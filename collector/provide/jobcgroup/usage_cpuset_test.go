@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobscope/jobscope/collector/provide/providetest"
 	"github.com/jobscope/jobscope/discovery"
 )
 
@@ -33,7 +34,7 @@ func TestCpusetReadUntilSettled(t *testing.T) {
 		t.Helper()
 		serial++
 		now = time.Unix(1795000000, 0).Add(at)
-		s := newFakeScrape(serial, j)
+		s := providetest.NewScrape(serial, j)
 		if got := u.read(s, j, nil).CPUs; !slices.Equal(got, want) {
 			t.Errorf("at %s: cpus %v, want %v", at, got, want)
 		}
