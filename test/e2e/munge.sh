@@ -73,14 +73,14 @@ munge_e2e() {
 	code=$?
 	check_eq "service: bob's job for alice: exit" 1 "$code"
 	check_eq "service: bob's job for alice: one line, why" "1/1" \
-		"$(wc -l <<<"$err")/$(grep -c "job $J_HOLD is not yours" <<<"$err")"
+		"$(wc -l <<<"$err")/$(grep -c "job $J_HOLD: Slurm accounting lists no job of that id that alice may read" <<<"$err")"
 	err=$(rsvc_as alice --user=bob --since=1h 2>&1 >/dev/null)
 	code=$?
 	check_eq "service: --user bob for alice: exit, one line" "1/1" "$code/$(wc -l <<<"$err")"
 	rsvc_as carol "$J_BURN" >/dev/null 2>&1
 	check_eq "service: carol (coordinator of physics) reads alice's physics job" 0 "$?"
 	check_eq "service: carol refused bob's chemistry job" 1 \
-		"$(rsvc_as carol "$J_HOLD" 2>&1 >/dev/null | grep -c 'is not yours')"
+		"$(rsvc_as carol "$J_HOLD" 2>&1 >/dev/null | grep -c 'no job of that id that')"
 
 	# A job of alice that claims bob in its environment: Slurm says alice.
 	jf=$(runuser -u alice -- env SLURM_CONF="$SLURM_CONF" SLURM_JOB_USER=bob USER=bob LOGNAME=bob \
@@ -89,9 +89,9 @@ munge_e2e() {
 	if [[ $jf =~ ^[0-9]+$ ]]; then
 		wait_for 20 "sacct knows job $jf" sh -c "sacct -n -X -j $jf -o User | grep -q alice"
 		check_eq "service: job claiming bob in its environment: bob refused" 1 \
-			"$(rsvc_as bob "$jf" 2>&1 >/dev/null | grep -c 'is not yours')"
+			"$(rsvc_as bob "$jf" 2>&1 >/dev/null | grep -c 'no job of that id that')"
 		check_eq "service: ... alice, its owner, not refused" 0 \
-			"$(rsvc_as alice "$jf" 2>&1 >/dev/null | grep -c 'is not yours')"
+			"$(rsvc_as alice "$jf" 2>&1 >/dev/null | grep -c 'no job of that id that')"
 		scancel "$jf" 2>/dev/null
 	else
 		row "service: job claiming bob in its environment" "a job id" "$jf" FAIL
