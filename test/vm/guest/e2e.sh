@@ -19,6 +19,7 @@ die() {
 . "$HERE/jobscope.sh"
 . "$HERE/checks.sh"
 . "$HERE/units.sh"
+. "$HERE/js1.sh"
 
 finish() {
 	{
@@ -72,6 +73,8 @@ J_HELD=$(submit alice physics debug sleep.sh -n1 --mem=50M -J held --hold)
 for j in J_BURN J_STEPS J_HOLD J_WRITE J_OOM J_NET J_ARR J_HELD; do
 	[[ ${!j} =~ ^[0-9]+$ ]] || die "sbatch for $j failed: '${!j}'"
 done
+# Two short jobs for the summaries (js1.sh), ended before the checks start.
+[ "$DBD" = yes ] && js1_submit
 log "jobs: burn=$J_BURN steps=$J_STEPS hold=$J_HOLD write=$J_WRITE oom=$J_OOM net=$J_NET arr=$J_ARR held=$J_HELD"
 running() { [ "$(job_state "$1")" = RUNNING ]; }
 MIX="$J_BURN $J_STEPS $J_HOLD $J_WRITE $J_OOM $J_NET"
@@ -83,6 +86,7 @@ need 120 "oomer" out_has "$J_OOM" "oom rc="
 need 180 "network job" out_has "$J_NET" received
 need 180 "burner done burning" out_has "$J_BURN" burned
 need 180 "steps done" out_has "$J_STEPS" steps-done
+[ "$DBD" = yes ] && need 240 "summary jobs ended" js1_ended
 log "mix in place"
 sleep 6 # a controller poll (5 s) past the last change
 
@@ -128,6 +132,10 @@ if [ "$SLUID_LAYOUT" = yes ]; then
 	check_percore "mixed layout: job started after the restart" "$J_NEW" "$M/node-new.txt"
 	check_percore "mixed layout: burner (ran across the restart)" "$J_BURN" "$M/node-burner-2.txt"
 fi
+
+# --- job summaries in Slurm's accounting (slurmdbd only) ---------------------------------
+
+[ "$DBD" = yes ] && js1_check
 
 # --- the units --------------------------------------------------------------------------
 

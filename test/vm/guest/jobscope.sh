@@ -39,7 +39,7 @@ install_controller_unit() {
 }
 
 # start_prometheus: Debian's Prometheus scraping both units every 5 s with
-# contrib's rules.
+# contrib's rules, and its admin API (js1.sh deletes a job's series).
 start_prometheus() {
 	local f rules=""
 	install -d -m 0755 /etc/vmtest /var/tmp/prom
@@ -62,7 +62,7 @@ EOF
 	chown -R prometheus /var/tmp/prom 2>/dev/null || true
 	systemd-run --unit=vmtest-prometheus -p User=prometheus /usr/bin/prometheus \
 		--config.file=/etc/vmtest/prometheus.yml --storage.tsdb.path=/var/tmp/prom \
-		--web.listen-address=127.0.0.1:$PROM_PORT >/dev/null || die "prometheus did not start"
+		--web.listen-address=127.0.0.1:$PROM_PORT --web.enable-admin-api >/dev/null || die "prometheus did not start"
 	need 60 prometheus curl -fsS -o /dev/null "http://127.0.0.1:$PROM_PORT/-/ready"
 }
 promq() { curl -fsS --max-time 20 "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode "query=$1"; }
