@@ -108,8 +108,20 @@ func NewCache(cfg CacheConfig) *Cache {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Cache{cfg: cfg, want: map[Source]bool{}}
+	// The previous poll's job count sizes the next poll's list: a queue
+	// changes little between two polls, and a list grown by doubling holds
+	// up to twice the jobs and copies them on the way, beside the previous
+	// list that is still served. Read and written by this source's fetch
+	// only (one at a time).
+	lastJobs := 0
 	c.Jobs = newSource(c, SourceJobs,
-		fixed("squeue", SqueueJSONArgs, ParseSqueueJSON),
+		fixed("squeue", SqueueJSONArgs, func(r io.Reader) ([]Job, error) {
+			jobs, err := parseSqueueJSONSized(r, lastJobs)
+			if err == nil {
+				lastJobs = len(jobs)
+			}
+			return jobs, err
+		}),
 		&variant[[]Job]{"squeue", SqueueTextArgs, ParseSqueueText})
 	c.Nodes = newSource(c, SourceNodes,
 		fixed("sinfo", SinfoJSONArgs, ParseSinfoJSON),

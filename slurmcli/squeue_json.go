@@ -42,14 +42,20 @@ type squeueJob struct {
 // by job as it comes: only the jobs list's fields the families use are
 // kept, never the output itself (see jsonScanner).
 func ParseSqueueJSON(r io.Reader) ([]Job, error) {
-	jobs, err := decodeSqueueStream(r)
+	return parseSqueueJSONSized(r, 0)
+}
+
+// parseSqueueJSONSized is ParseSqueueJSON with room for about hint jobs
+// from the start (a sixteenth more, for a growing queue).
+func parseSqueueJSONSized(r io.Reader, hint int) ([]Job, error) {
+	jobs, err := decodeSqueueStream(r, max(hint+hint/16, 0))
 	if err != nil {
 		return nil, fmt.Errorf("squeue json: %w", err)
 	}
 	return jobs, nil
 }
 
-func decodeSqueueStream(r io.Reader) ([]Job, error) {
+func decodeSqueueStream(r io.Reader, hint int) ([]Job, error) {
 	s := newJSONScanner(r)
 	d := squeueDecoder{in: interner{}}
 	c, err := s.peek()
@@ -68,6 +74,7 @@ func decodeSqueueStream(r io.Reader) ([]Job, error) {
 	var (
 		jobs    []Job
 		hasJobs bool
+		sized   bool // the hint's room is taken once
 		errs    slurmErrors
 	)
 	for ok, err := s.first('}'); ok || err != nil; ok, err = s.more('}') {
@@ -81,6 +88,9 @@ func decodeSqueueStream(r io.Reader) ([]Job, error) {
 		switch fieldName(k) {
 		case "jobs":
 			// The last "jobs" counts, as in a full decode.
+			if !sized && hint > 0 {
+				jobs, sized = make([]Job, 0, hint), true
+			}
 			if jobs, hasJobs, err = d.jobs(s, jobs[:0]); err != nil {
 				return nil, err
 			}
