@@ -54,11 +54,22 @@ cleanup() {
 		for ((i = 0; i < 50; i++)); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$p" 2>/dev/null
 	done
+	collect
 	rm -rf "$WORK"/*/payload.img "$WORK"/*/payload "$WORK/switch"
+}
+# collect: each VM's out/ (table, guest log, journal, metrics) from its
+# payload disk, also when the run is cut short.
+collect() {
+	local n
+	for n in ctl c1 c2; do
+		[ -f "$WORK/$n/payload.img" ] && [ ! -d "$WORK/$n/out" ] || continue
+		debugfs -R "rdump /out $WORK/$n" "$WORK/$n/payload.img" >/dev/null 2>&1
+	done
 }
 trap 'rc=$?; cleanup; exit $rc' EXIT
 trap 'exit 130' INT TERM
 
+main() {
 IMG=$(bash "$HERE/image.sh") || die "site image failed"
 rm -rf "$WORK" && mkdir -p "$WORK"
 
@@ -134,9 +145,8 @@ cleanup_vms() { for n in ctl c1 c2; do kill -KILL "${QPID[$n]}" 2>/dev/null; wai
 cleanup_vms
 
 FAIL=0
+collect
 for n in ctl c1 c2; do
-	rm -rf "$WORK/$n/out"
-	debugfs -R "rdump /out $WORK/$n" "$WORK/$n/payload.img" >/dev/null 2>&1
 	rc=$(grep -a -o 'VMTEST-END rc=[0-9]*' "$WORK/$n/serial.log" | tail -1 | cut -d= -f2)
 	[ "${rc:-x}" = 0 ] || FAIL=1
 	if [ -s "$WORK/$n/out/table.txt" ]; then
@@ -151,4 +161,9 @@ left=""
 for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && left+="pid $p "; done
 [ -n "$left" ] && { log "FAIL: left behind: $left"; FAIL=1; }
 log "site: $(($(date +%s) - T0)) s in all; result $([ $FAIL = 0 ] && echo PASS || echo FAIL)"
-exit $FAIL
+return $FAIL
+}
+
+# Everything above is only definitions: bash has read the whole file before
+# main runs, so editing it during a run cannot derail that run.
+main; exit $?

@@ -97,7 +97,9 @@ heartbeat
 users
 write_slurm_conf
 start_munge
+log "munge up"
 start_dbd
+log "mariadb and slurmdbd up"
 systemctl start slurmctld || die "slurmctld did not start: $(tail -5 /var/log/slurm/slurmctld.log)"
 need 120 slurmctld sh -c 'scontrol ping | grep -q UP'
 both_idle() { [ "$(sinfo -h -N -o '%N %T' | sort -u | paste -sd, -)" = "c1 idle,c2 idle" ]; }
