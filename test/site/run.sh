@@ -55,7 +55,7 @@ cleanup() {
 		kill -KILL "$p" 2>/dev/null
 	done
 	collect
-	rm -rf "$WORK"/*/payload.img "$WORK"/*/payload "$WORK/switch"
+	rm -rf "$WORK"/*/payload.img "$WORK"/*/payload "$WORK/switch" "$WORK/munge.key"
 }
 # collect: each VM's out/ (table, guest log, journal, metrics) from its
 # payload disk, also when the run is cut short.

@@ -47,6 +47,7 @@ prometheus_site() {
 	cp "$p"/*.yml /etc/prometheus/
 	sed -i -e "s/'node001:10817', 'node002:10817'/'c1:10817', 'c2:10817'/" -e "s/slurmctl:10818/ctl:10818/" \
 		-e 's/\(scrape_interval\|evaluation_interval\): 30s/\1: 10s/' -e 's/scrape_timeout: 10s/scrape_timeout: 8s/' \
+		-e "s/cluster: example/cluster: $CLUSTER/" \
 		/etc/prometheus/prometheus.yml
 	cp /usr/share/jobscope/alertmanager/alertmanager.yml /etc/prometheus/alertmanager.yml
 	systemctl start prometheus-alertmanager || die "alertmanager did not start"
@@ -154,22 +155,43 @@ check_close "MPI network: rx on c1 vs tx on c2" "$tx2" "$rx1" 0.02
 # Open MPI's own wire-up and control messages: at most 10% over the payload.
 for v in tx1 rx1 tx2 rx2; do check_within "MPI network: $v within [payload, payload+10%]" "$PAYLOAD" "$((PAYLOAD * 110 / 100))" "${!v}"; done
 
+oom=$(cat "$M/c1.txt" "$M/c2.txt" >"$M/both.txt"; mnum "$M/both.txt" slurm_job_memory_events_total "jobid=\"$J_OOM\"" 'event="oom_kill"')
+check_eq "OOM job: one oom_kill on its node" 1 "$oom"
+
 # Prometheus and Alertmanager with the packaged files.
 tgt=$(curl -fsS "http://127.0.0.1:$PROM_PORT/api/v1/targets" | jq -r '.data.activeTargets[] | "\(.labels.instance)=\(.health)"' | sort | paste -sd, -)
 check_eq "Prometheus: every target up" "c1:10817=up,c2:10817=up,ctl:10818=up" "$tgt"
 want_groups=$(cat /etc/prometheus/jobscope-*rules.yml | grep -cE '^  - name:')
 got_groups=$(curl -fsS "http://127.0.0.1:$PROM_PORT/api/v1/rules" | jq '.data.groups | length')
 check_eq "Prometheus: every packaged rule group loaded" "$want_groups" "$got_groups"
+# With a job on two nodes, every rule still evaluates (the recording
+# rules once failed on the MPI job's two series per node).
+bad=$(curl -fsS "http://127.0.0.1:$PROM_PORT/api/v1/rules" | jq -r '[.data.groups[].rules[] | select(.health != "ok") | .name] | unique | join(",")')
+check_eq "Prometheus: every rule evaluates (health ok)" "" "$bad"
 check_eq "Prometheus: Alertmanager discovered" 1 "$(curl -fsS "http://127.0.0.1:$PROM_PORT/api/v1/alertmanagers" | jq '.data.activeAlertmanagers | length')"
 
 # The report on the login node, as the job's owner.
 runuser -u alice -- jobscope report "$J_MPI" >"$OUT/report-$J_MPI.txt" 2>&1
 check_eq "jobscope report $J_MPI as alice: exit 0" 0 "$?"
 check_eq "jobscope report $J_MPI lists both nodes" "c1 c2" "$(grep -owE 'c1|c2' "$OUT/report-$J_MPI.txt" | sort -u | paste -sd' ' -)"
+check_eq "jobscope report $J_MPI: owner, account, cluster" "user alice; account physics; cluster $CLUSTER" \
+	"$(grep -oE 'user [a-z]+; account [a-z]+' "$OUT/report-$J_MPI.txt" | head -1); $(grep -oE 'cluster [a-z]+' "$OUT/report-$J_MPI.txt" | head -1)"
 
 # --- c1 and c2 check their own jobs, then the MPI job ends ------------------------
 wait_for 900 "c1 checked" phase_is c1-checked || row "c1 finished its checks" "within 900 s" never FAIL
 wait_for 900 "c2 checked" phase_is c2-checked || row "c2 finished its checks" "within 900 s" never FAIL
+
+# The packaged alert rules on the site's own metrics: a drained node and a
+# stopped node unit. Their for: (15 and 5 minutes) is longer than the run,
+# so Prometheus is asked for the alerts pending, not Alertmanager for fired.
+alert_is() { [ "$(promq "ALERTS{alertname=\"$1\",$2}" | jq -r '.data.result[0].metric.alertstate // empty')" = pending ] || [ "$(promq "ALERTS{alertname=\"$1\",$2}" | jq -r '.data.result[0].metric.alertstate // empty')" = firing ]; }
+scontrol update nodename=c2 state=drain reason=site-drain-test
+phase_set stop-c2
+wait_for 180 "drain alert" alert_is SlurmNodeDrainedOrDown 'node="c2"'
+check_eq "drain c2: SlurmNodeDrainedOrDown for c2 pending or firing" yes "$(alert_is SlurmNodeDrainedOrDown 'node="c2"' && echo yes || echo no)"
+wait_for 180 "down alert" alert_is JobscopeDown 'instance="c2:10817"'
+check_eq "stop jobscope on c2: JobscopeDown for c2:10817 pending or firing" yes "$(alert_is JobscopeDown 'instance="c2:10817"' && echo yes || echo no)"
+
 scancel "$J_MPI"
 ended() { ! squeue -h -j "$1" -o %T | grep -q .; }
 wait_for 300 "MPI job gone" ended "$J_MPI"
@@ -181,6 +203,9 @@ printf '%s\n' "$rep" >"$OUT/epilog-report-$J_MPI.txt"
 check_eq "epilog report file in the MPI job's working directory on c1" "yes" "$([ -n "$rep" ] && echo yes || echo "no ($(head -c 200 "$OUT/srun-report.err"))")"
 check_eq "epilog report names the job" yes "$(grep -q "$J_MPI" <<<"$rep" && echo yes || echo no)"
 
+# Every job ends before the nodes power off (slurmd would wait on them).
+scancel -u alice; scancel -u bob
+wait_for 120 "jobs gone" sh -c '[ -z "$(squeue -h -t R,CG -o %i)" ]'
 phase_set end
 wait_for 300 "c1 done" phase_is c1-end
 wait_for 300 "c2 done" phase_is c2-end

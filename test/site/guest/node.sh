@@ -36,6 +36,11 @@ for j in $(squeue -h -t R -w "$NODE" -o %A); do
 	check_percore "$NODE job $j ($(squeue -h -j "$j" -o %j | head -1))" "$j" "$M/$NODE-percore-$j.txt"
 done
 phase_set "$NODE-checked"
+# ctl's JobscopeDown check: the node unit stops on the node it names.
+if [ "$NODE" = c2 ] && phase_wait 900 stop-c2; then
+	systemctl stop jobscope
+	log "node unit stopped (phase stop-c2)"
+fi
 phase_wait 1200 end || row "$NODE: ctl ended the run (phase end)" "within 1200 s" "never" FAIL
 phase_set "$NODE-end"
 finish
