@@ -75,9 +75,12 @@ timeout "$BURN_S" sh -c 'while :; do :; done'
 scontrol update jobid=$SLURM_JOB_ID comment=burned
 exec sleep 1800
 EOJ
+	# The allocation in a step of its own: an OOM kill of the batch step
+	# took the batch shell with it once (the job left the queue before
+	# any check saw it), so the kill is kept out of the batch step.
 	cat >/var/tmp/site/jobs/oom.sh <<'EOJ'
 #!/bin/sh
-perl -e '$x = ""; vec($x, 300*1024*1024 - 1, 8) = 1'
+srun -n1 perl -e '$x = ""; vec($x, 300*1024*1024 - 1, 8) = 1'
 scontrol update jobid=$SLURM_JOB_ID comment="oom rc=$?"
 exec sleep 1800
 EOJ
@@ -132,7 +135,9 @@ log "jobs: mpi=$J_MPI cpu=$J_CPU oom=$J_OOM idle=$J_IDLE arr=$J_ARR"
 need 600 "MPI exchange done" comment_has "$J_MPI" "xchg rc="
 check_eq "MPI job: xchg exit status and payload" "xchg rc=0 payload $PAYLOAD" "$(squeue -h -j "$J_MPI" -o %k)"
 need 300 "burner done" comment_has "$J_CPU" burned
-need 300 "oom job done" comment_has "$J_OOM" "oom rc="
+gone() { ! squeue -h -j "$1" -o %i 2>/dev/null | grep -q .; }
+wait_for 300 "oom job done" sh -c "squeue -h -j $J_OOM -o %k | grep -q 'oom rc=' || ! squeue -h -j $J_OOM -o %i | grep -q ."
+gone "$J_OOM" && die "OOM job $J_OOM left the queue before its checks: $(sacct -n -X -j "$J_OOM" -o State,ExitCode | head -1)"
 all_running() { [ -z "$(squeue -h -t PD -o %j | grep -v '^site-phase')" ]; }
 need 300 "no job of the mix pending" all_running
 sleep 25 # two scrapes of Prometheus past the last change
