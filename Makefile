@@ -6,6 +6,7 @@
 #   make test-race  the concurrent packages under the race detector, and concurrent scrapes of a -race binary
 #   make e2e    real Slurm + real Prometheus end-to-end test (root; installs what it needs)
 #   make vm-e2e jobscope as a systemd service in Debian 12, 13 and forky VMs (root; qemu)
+#   make site-e2e  a three-VM Slurm site installed from the .deb (root; qemu)
 #   make bench  scrape benchmarks on generated 128/512-job trees
 #   make lint   golangci-lint with the repository's .golangci.yml
 #   make fuzz   every fuzz target for FUZZTIME (20s) each
@@ -34,7 +35,7 @@ CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
 .PHONY: all help build build-static demo demo-report test test-race test-deps e2e vm-e2e bench bench-controller bench-bpf kernel-matrix generate emission-factors docs fuzz test-adversarial fmt vet lint clean gpu-bundle \
-	package package-deps package-test package-test-deps
+	package package-deps package-test package-test-deps site-e2e
 
 all: build ## the default: build
 
@@ -152,6 +153,16 @@ e2e: build ## real Slurm + real Prometheus end-to-end test (root; installs what 
 vm-e2e: build ## jobscope as a systemd service in Debian 12, 13 and forky VMs (root; qemu)
 	[ "$$(id -u)" = 0 ]
 	bash test/vm/run.sh $(VMS)
+
+# A whole site: ctl (slurmctld, slurmdbd, Prometheus, Alertmanager, the
+# controller unit) and compute nodes c1, c2 (slurmd, the node unit), three
+# forky VMs on a qemu-only network segment, everything of jobscope from the
+# amd64 .deb; an MPI job across c1 and c2 among jobs of two users. Logs and
+# tables stay in /tmp/jobscope-site.
+site-e2e: ## three-VM Slurm site installed from the .deb: MPI across nodes, Prometheus, report (root; qemu)
+	[ "$$(id -u)" = 0 ]
+	$(MAKE) package PKG_ARCHES=amd64
+	bash test/site/run.sh
 
 # In-process scrape benchmarks (cgroup and process collectors), then the real
 # binary over HTTP on generated v2 and v1 nodes whose jobs hold real idle

@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The site's controller and login node (ctl): munge, MariaDB, slurmdbd,
+# slurmctld; jobscope's controller unit from the .deb; Debian's Prometheus
+# and Alertmanager with the packaged config and rules. It submits the jobs
+# (two users), checks what spans nodes (the MPI job's job_key and network
+# on both nodes, Prometheus, the report, the epilog's report file) and
+# tells c1 and c2 when to check their own (phase flags, common.sh).
+set -uo pipefail
+. "$(dirname "$0")/common.sh"
+
+start_dbd() {
+	systemctl start mariadb || die "mariadb did not start"
+	need 60 mariadb mariadb-admin ping
+	mariadb -e "CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY 'site';
+		GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';" || die "MariaDB setup failed"
+	cat >"$SLURM_ETC/slurmdbd.conf" <<EOC
+AuthType=auth/munge
+DbdHost=ctl
+SlurmUser=slurm
+DebugLevel=info
+LogFile=/var/log/slurm/slurmdbd.log
+PidFile=/run/slurmdbd/slurmdbd.pid
+StorageType=accounting_storage/mysql
+StorageHost=localhost
+StorageUser=slurm
+StoragePass=site
+StorageLoc=slurm_acct_db
+EOC
+	chown slurm:slurm "$SLURM_ETC/slurmdbd.conf"
+	chmod 600 "$SLURM_ETC/slurmdbd.conf"
+	systemctl start slurmdbd || die "slurmdbd did not start: $(tail -5 /var/log/slurm/slurmdbd.log)"
+	need 120 slurmdbd sacctmgr -n show cluster
+	sacctmgr -i add cluster "$CLUSTER" >/dev/null || die "sacctmgr add cluster failed"
+	sacctmgr -i add account physics cluster="$CLUSTER" >/dev/null || die "add account physics"
+	sacctmgr -i add account chemistry cluster="$CLUSTER" >/dev/null || die "add account chemistry"
+	sacctmgr -i add user alice account=physics defaultaccount=physics >/dev/null || die "add alice"
+	sacctmgr -i add user bob account=chemistry defaultaccount=chemistry >/dev/null || die "add bob"
+	sacctmgr -i add user root account=physics >/dev/null || true
+}
+
+# prometheus_site: the packaged scrape config and rules as a site uses
+# them: copied to /etc/prometheus, the example targets replaced by the
+# site's hosts, scraped every 10 s so the run stays short.
+prometheus_site() {
+	local p=/usr/share/jobscope/prometheus
+	cp "$p"/*.yml /etc/prometheus/
+	sed -i -e "s/'node001:10817', 'node002:10817'/'c1:10817', 'c2:10817'/" -e "s/slurmctl:10818/ctl:10818/" \
+		-e 's/\(scrape_interval\|evaluation_interval\): 30s/\1: 10s/' -e 's/scrape_timeout: 10s/scrape_timeout: 8s/' \
+		-e "s/cluster: example/cluster: $CLUSTER/" \
+		/etc/prometheus/prometheus.yml
+	cp /usr/share/jobscope/alertmanager/alertmanager.yml /etc/prometheus/alertmanager.yml
+	systemctl start prometheus-alertmanager || die "alertmanager did not start"
+	systemctl start prometheus || die "prometheus did not start"
+	need 120 prometheus curl -fsS -o /dev/null "http://127.0.0.1:$PROM_PORT/-/ready"
+	need 120 alertmanager curl -fsS -o /dev/null "http://127.0.0.1:$AM_PORT/-/ready"
+}
+
+write_jobs() {
+	install -d -m 0755 /var/tmp/site/jobs
+	cat >/var/tmp/site/jobs/mpi.sh <<'EOJ'
+#!/bin/sh
+# Open MPI over TCP on the site's segment; mpirun starts its remote daemon
+# through srun (inside the allocation).
+export OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=10.77.0.0/24
+mpirun -np 2 --map-by ppr:1:node /opt/site/xchg "$PAYLOAD" "$BURN_S" >xchg-$SLURM_JOB_ID.txt 2>&1
+rc=$?
+cat xchg-$SLURM_JOB_ID.txt
+scontrol update jobid=$SLURM_JOB_ID comment="xchg rc=$rc $(grep -o 'payload [0-9]*' xchg-$SLURM_JOB_ID.txt)"
+exec sleep 1800
+EOJ
+	cat >/var/tmp/site/jobs/burn.sh <<'EOJ'
+#!/bin/sh
+timeout "$BURN_S" sh -c 'while :; do :; done'
+scontrol update jobid=$SLURM_JOB_ID comment=burned
+exec sleep 1800
+EOJ
+	# The allocation in a step of its own: an OOM kill of the batch step
+	# took the batch shell with it once (the job left the queue before
+	# any check saw it), so the kill is kept out of the batch step.
+	cat >/var/tmp/site/jobs/oom.sh <<'EOJ'
+#!/bin/sh
+srun -n1 perl -e '$x = ""; vec($x, 300*1024*1024 - 1, 8) = 1'
+scontrol update jobid=$SLURM_JOB_ID comment="oom rc=$?"
+exec sleep 1800
+EOJ
+	printf '#!/bin/sh\nexec sleep 1800\n' >/var/tmp/site/jobs/sleep.sh
+	chmod 755 /var/tmp/site/jobs/*.sh
+}
+submit() { # USER ACCOUNT SCRIPT SBATCH-ARGS...: the job id
+	local user=$1 acct=$2 script=$3
+	shift 3
+	runuser -u "$user" -- sbatch --parsable -A "$acct" -t 40 --chdir="/var/tmp/site/$user" \
+		-o "%x-%j.out" "$@" "/var/tmp/site/jobs/$script" | cut -d';' -f1
+}
+comment_has() { squeue -h -j "$1" -o %k 2>/dev/null | grep -q "$2"; }
+
+# --- Slurm ---------------------------------------------------------------------
+net_up
+heartbeat
+users
+write_slurm_conf
+start_munge
+log "munge up"
+start_dbd
+log "mariadb and slurmdbd up"
+systemctl start slurmctld || die "slurmctld did not start: $(tail -5 /var/log/slurm/slurmctld.log)"
+need 120 slurmctld sh -c 'scontrol ping | grep -q UP'
+both_idle() { [ "$(sinfo -h -N -o '%N %T' | sort -u | paste -sd, -)" = "c1 idle,c2 idle" ]; }
+wait_for 600 "c1 and c2 idle" both_idle
+check_eq "sinfo on ctl: c1 and c2 idle" "c1 idle,c2 idle" "$(sinfo -h -N -o '%N %T' | sort -u | paste -sd, -)"
+both_idle || die "compute nodes never came up: $(sinfo -h -N -o '%N %T %E' | paste -sd';' -)"
+log "slurm up: $(sinfo -h -N -o '%N:%T' | paste -sd' ' -)"
+
+# --- jobscope, Prometheus, Alertmanager -------------------------------------------
+install_jobscope
+systemctl disable --now jobscope >/dev/null 2>&1
+systemctl enable --now jobscope-controller >/dev/null 2>&1
+need 120 "controller unit serves" curl -fsS -o /dev/null "http://127.0.0.1:$CTL_PORT/metrics"
+prometheus_site
+log "jobscope controller, prometheus, alertmanager up"
+
+# --- the jobs ------------------------------------------------------------------------
+PAYLOAD=$((SITE_PAYLOAD_MB * 1048576))
+write_jobs
+J_MPI=$(submit alice physics mpi.sh -J mpi -N2 --ntasks-per-node=1 -c1 --mem=300M --export=ALL,PAYLOAD=$PAYLOAD,BURN_S=$SITE_BURN_S)
+J_CPU=$(submit bob chemistry burn.sh -J burn -n1 --mem=200M --export=ALL,BURN_S=$SITE_BURN_S)
+J_OOM=$(submit bob chemistry oom.sh -J oom -n1 --mem=100M)
+J_IDLE=$(submit alice physics sleep.sh -J idle2 -n1 -c2 --mem=100M)
+J_ARR=$(submit bob chemistry sleep.sh -J arr -n1 --mem=50M --array=1-2)
+for j in J_MPI J_CPU J_OOM J_IDLE J_ARR; do
+	[[ ${!j} =~ ^[0-9]+$ ]] || die "sbatch for $j failed: '${!j}'"
+done
+log "jobs: mpi=$J_MPI cpu=$J_CPU oom=$J_OOM idle=$J_IDLE arr=$J_ARR"
+need 600 "MPI exchange done" comment_has "$J_MPI" "xchg rc="
+check_eq "MPI job: xchg exit status and payload" "xchg rc=0 payload $PAYLOAD" "$(squeue -h -j "$J_MPI" -o %k)"
+need 300 "burner done" comment_has "$J_CPU" burned
+gone() { ! squeue -h -j "$1" -o %i 2>/dev/null | grep -q .; }
+wait_for 300 "oom job done" sh -c "squeue -h -j $J_OOM -o %k | grep -q 'oom rc=' || ! squeue -h -j $J_OOM -o %i | grep -q ."
+gone "$J_OOM" && die "OOM job $J_OOM left the queue before its checks: $(sacct -n -X -j "$J_OOM" -o State,ExitCode | head -1)"
+all_running() { [ -z "$(squeue -h -t PD -o %j | grep -v '^site-phase')" ]; }
+need 300 "no job of the mix pending" all_running
+sleep 25 # two scrapes of Prometheus past the last change
+phase_set mix
+
+# --- what spans nodes ------------------------------------------------------------------
+for n in c1 c2; do curl -fsS --max-time 60 "http://$n:$NODE_PORT/metrics" >"$M/$n.txt" || row "scrape $n:$NODE_PORT from ctl" answers "no answer" FAIL; done
+check_eq "MPI job on c1 and c2 (squeue)" "c[1-2]" "$(squeue -h -j "$J_MPI" -o %N)"
+k1=$(mlabel "$M/c1.txt" slurm_job_info "jobid=\"$J_MPI\"" job_key)
+k2=$(mlabel "$M/c2.txt" slurm_job_info "jobid=\"$J_MPI\"" job_key)
+check_eq "MPI job: job_key on c1 == on c2 (non-empty)" "$k1" "${k2:-(empty)}"
+check_eq "MPI job: job_key is the SLUID" "$(sluid "$J_MPI")" "$k1"
+union=$(cat "$M/c1.txt" "$M/c2.txt" | grep -E '^slurm_job_info\{' | sed -n 's/.*[{,]jobid="\([0-9]*\)".*/\1/p' | sort -un | paste -sd, -)
+check_eq "c1 and c2 together export every running job" "$(squeue -h -t R -o %A | sort -un | paste -sd, -)" "$union"
+net() { mval "$M/$1.txt" slurm_job_network_bytes_total "jobid=\"$J_MPI\"" "direction=\"$2\""; }
+tx1=$(net c1 transmit) rx1=$(net c1 receive) tx2=$(net c2 transmit) rx2=$(net c2 receive)
+check_close "MPI network: rx on c2 vs tx on c1" "$tx1" "$rx2" 0.02
+check_close "MPI network: rx on c1 vs tx on c2" "$tx2" "$rx1" 0.02
+# Headers (TCP/IP: 52 of each segment of up to 1448 bytes, 3.6%) and
+# Open MPI's own wire-up and control messages: at most 10% over the payload.
+for v in tx1 rx1 tx2 rx2; do check_within "MPI network: $v within [payload, payload+10%]" "$PAYLOAD" "$((PAYLOAD * 110 / 100))" "${!v}"; done
+
+oom=$(cat "$M/c1.txt" "$M/c2.txt" >"$M/both.txt"; mnum "$M/both.txt" slurm_job_memory_events_total "jobid=\"$J_OOM\"" 'event="oom_kill"')
+check_eq "OOM job: one oom_kill on its node" 1 "$oom"
+
+# Prometheus and Alertmanager with the packaged files.
+tgt=$(curl -fsS "http://127.0.0.1:$PROM_PORT/api/v1/targets" | jq -r '.data.activeTargets[] | "\(.labels.instance)=\(.health)"' | sort | paste -sd, -)
+check_eq "Prometheus: every target up" "c1:10817=up,c2:10817=up,ctl:10818=up" "$tgt"
+want_groups=$(cat /etc/prometheus/jobscope-*rules.yml | grep -cE '^  - name:')
+got_groups=$(curl -fsS "http://127.0.0.1:$PROM_PORT/api/v1/rules" | jq '.data.groups | length')
+check_eq "Prometheus: every packaged rule group loaded" "$want_groups" "$got_groups"
+# With a job on two nodes, every rule still evaluates (the recording
+# rules once failed on the MPI job's two series per node).
+bad=$(curl -fsS "http://127.0.0.1:$PROM_PORT/api/v1/rules" | jq -r '[.data.groups[].rules[] | select(.health != "ok") | .name] | unique | join(",")')
+check_eq "Prometheus: every rule evaluates (health ok)" "" "$bad"
+check_eq "Prometheus: Alertmanager discovered" 1 "$(curl -fsS "http://127.0.0.1:$PROM_PORT/api/v1/alertmanagers" | jq '.data.activeAlertmanagers | length')"
+
+# The report on the login node, as the job's owner.
+runuser -u alice -- jobscope report "$J_MPI" >"$OUT/report-$J_MPI.txt" 2>&1
+check_eq "jobscope report $J_MPI as alice: exit 0" 0 "$?"
+check_eq "jobscope report $J_MPI lists both nodes" "c1 c2" "$(grep -owE 'c1|c2' "$OUT/report-$J_MPI.txt" | sort -u | paste -sd' ' -)"
+check_eq "jobscope report $J_MPI: owner, account, cluster" "user alice; account physics; cluster $CLUSTER" \
+	"$(grep -oE 'user [a-z]+; account [a-z]+' "$OUT/report-$J_MPI.txt" | head -1); $(grep -oE 'cluster [a-z]+' "$OUT/report-$J_MPI.txt" | head -1)"
+
+# --- c1 and c2 check their own jobs, then the MPI job ends ------------------------
+wait_for 900 "c1 checked" phase_is c1-checked || row "c1 finished its checks" "within 900 s" never FAIL
+wait_for 900 "c2 checked" phase_is c2-checked || row "c2 finished its checks" "within 900 s" never FAIL
+
+# The packaged alert rules on the site's own metrics: a drained node and a
+# stopped node unit. Their for: (15 and 5 minutes) is longer than the run,
+# so Prometheus is asked for the alerts pending, not Alertmanager for fired.
+alert_is() { [ "$(promq "ALERTS{alertname=\"$1\",$2}" | jq -r '.data.result[0].metric.alertstate // empty')" = pending ] || [ "$(promq "ALERTS{alertname=\"$1\",$2}" | jq -r '.data.result[0].metric.alertstate // empty')" = firing ]; }
+scontrol update nodename=c2 state=drain reason=site-drain-test
+phase_set stop-c2
+wait_for 180 "drain alert" alert_is SlurmNodeDrainedOrDown 'node="c2"'
+check_eq "drain c2: SlurmNodeDrainedOrDown for c2 pending or firing" yes "$(alert_is SlurmNodeDrainedOrDown 'node="c2"' && echo yes || echo no)"
+wait_for 180 "down alert" alert_is JobscopeDown 'instance="c2:10817"'
+check_eq "stop jobscope on c2: JobscopeDown for c2:10817 pending or firing" yes "$(alert_is JobscopeDown 'instance="c2:10817"' && echo yes || echo no)"
+
+scancel "$J_MPI"
+ended() { ! squeue -h -j "$1" -o %T | grep -q .; }
+wait_for 300 "MPI job gone" ended "$J_MPI"
+sleep 5
+# No shared filesystem: the epilog's file is in the working directory on
+# the job's first node; root reads it there through Slurm.
+rep=$(timeout 300 srun -w c1 -N1 -n1 --mem=10M -t 2 cat "/var/tmp/site/alice/jobscope-$J_MPI.txt" 2>"$OUT/srun-report.err")
+printf '%s\n' "$rep" >"$OUT/epilog-report-$J_MPI.txt"
+check_eq "epilog report file in the MPI job's working directory on c1" "yes" "$([ -n "$rep" ] && echo yes || echo "no ($(head -c 200 "$OUT/srun-report.err"))")"
+check_eq "epilog report names the job" yes "$(grep -q "$J_MPI" <<<"$rep" && echo yes || echo no)"
+
+# Every job ends before the nodes power off (slurmd would wait on them).
+scancel -u alice; scancel -u bob
+wait_for 120 "jobs gone" sh -c '[ -z "$(squeue -h -t R,CG -o %i)" ]'
+phase_set end
+wait_for 300 "c1 done" phase_is c1-end
+wait_for 300 "c2 done" phase_is c2-end
+sleep 10 # their tables on disk before slurmctld goes
+finish
