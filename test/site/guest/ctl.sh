@@ -47,7 +47,6 @@ prometheus_site() {
 	cp "$p"/*.yml /etc/prometheus/
 	sed -i -e "s/'node001:10817', 'node002:10817'/'c1:10817', 'c2:10817'/" -e "s/slurmctl:10818/ctl:10818/" \
 		-e 's/\(scrape_interval\|evaluation_interval\): 30s/\1: 10s/' -e 's/scrape_timeout: 10s/scrape_timeout: 8s/' \
-		-e "s/cluster: example/cluster: $CLUSTER/" \
 		/etc/prometheus/prometheus.yml
 	cp /usr/share/jobscope/alertmanager/alertmanager.yml /etc/prometheus/alertmanager.yml
 	systemctl start prometheus-alertmanager || die "alertmanager did not start"
