@@ -95,7 +95,7 @@ test: test-deps ## unit, golden, fuzz-seed and privileged tests (root runs the p
 # programs one at a time; the race detector adds nothing there) and the
 # test tools. Then the binary itself, built with -race, under concurrent
 # scrapes of the demo node: any "DATA RACE" in its stderr fails the case.
-RACE_PKGS ?= ./collector/... ./discovery/... ./cmd/jobscope/ ./internal/poll/ ./cmd/jobscope-report/report/... ./internal/notify/ \
+RACE_PKGS ?= ./collector/... ./discovery/... ./cmd/jobscope/ ./internal/poll/ ./cmd/jobscope-report/... ./internal/mungeauth/... ./internal/cmdrun/ ./internal/notify/ \
 	./slurmcli/... ./gpu/... ./power/... ./cgroupfs/...
 test-race: ## the concurrent packages under the race detector, and concurrent scrapes of a -race binary
 	$(GO) test -race -count=1 $(RACE_PKGS)
