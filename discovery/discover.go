@@ -90,6 +90,10 @@ type entryKey struct {
 // dropped only when no scrape has seen it for a while.
 const sweepAfter = time.Minute
 
+// youngEnviron is how long a new job's environment is tried at every
+// scrape before falling back to once per RetryAfter (refresh).
+const youngEnviron = time.Minute
+
 // New builds a Discoverer. Close stops its background squeue.
 func New(cfg Config) *Discoverer {
 	if cfg.ProcFS == "" {

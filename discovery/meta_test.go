@@ -170,3 +170,33 @@ func TestKeyFromSqueue(t *testing.T) {
 		t.Errorf("second pass %+v", m)
 	}
 }
+
+// A young job whose environment could not be read at its first scrape
+// (its task not yet exec'd, a slow read) gets it at the next scrape, not
+// RetryAfter later: otherwise its first scrapes lack the name and then
+// have it, one job under two label sets (VM C: a job started after
+// slurmd's restart showed name="" for its first 15 s). After youngEnviron,
+// the environment waits for RetryAfter again.
+func TestYoungJobEnvironRetried(t *testing.T) {
+	const env = "SLURM_JOB_ID=5\x00SLURM_JOB_NAME=n\x00"
+	for _, c := range []struct {
+		name  string
+		after time.Duration
+		want  string
+	}{{"young", 5 * time.Second, "n"}, {"old", youngEnviron + time.Second, ""}} {
+		t.Run(c.name, func(t *testing.T) {
+			cg, proc := v2Job(t, "5", 4242, "")
+			now := time.Unix(1000, 0)
+			d := New(Config{Layout: Layout{V2: cg}, ProcFS: proc, Now: func() time.Time { return now },
+				RetryAfter: 10 * time.Minute, ProcOwner: func(string) (int, bool) { return 0, true }})
+			if jobs := d.Discover(t.Context(), func(string, error) {}); len(jobs) != 1 || jobs[0].Meta.Name != "" {
+				t.Fatalf("first scrape: %+v", jobs)
+			}
+			must(t, os.WriteFile(filepath.Join(proc, "4242", "environ"), []byte(env), 0o644))
+			now = now.Add(c.after)
+			if m := d.Discover(t.Context(), func(string, error) {})[0].Meta; m.Name != c.want {
+				t.Errorf("%v after the first scrape: name %q, want %q (%+v)", c.after, m.Name, c.want, m)
+			}
+		})
+	}
+}

@@ -152,10 +152,14 @@ func (d *Discoverer) refresh(ctx context.Context, j *Job, e *metaEntry, now time
 				e.props, e.haveProps = metaFromVars(vars), true
 			}
 		}
-		if !e.haveEnviron {
-			if vars := d.environOf(ctx, j, problem); vars != nil {
-				e.environ, e.haveEnviron = metaFromVars(vars), true
-			}
+	}
+	// A young job's environment is tried at every scrape: its task may not
+	// have exec'd yet, or the read ran past its wait on a busy node. Once
+	// per RetryAfter would export its first scrapes without the name the
+	// environment gives, then with it: one job under two label sets.
+	if !e.haveEnviron && (due || now.Sub(e.first) < youngEnviron) {
+		if vars := d.environOf(ctx, j, problem); vars != nil {
+			e.environ, e.haveEnviron = metaFromVars(vars), true
 		}
 	}
 	if !e.haveSqueue && d.queue != nil {
