@@ -75,7 +75,7 @@ for arch in "${ARCHES[@]}"; do
 		# Control data and maintainer scripts.
 		check_eq "$id deb: control" "$name $VERSION-1 $arch $other $other" \
 			"$(dpkg-deb -f "$deb" Package Version Architecture Conflicts Replaces | sed 's/^[A-Za-z-]*: //' | paste -sd' ')"
-		check_eq "$id deb: conffiles" "/etc/default/jobscope /etc/jobscope/notify.yml /etc/jobscope/report-epilog.conf /etc/jobscope/report.yml" \
+		check_eq "$id deb: conffiles" "/etc/default/jobscope /etc/jobscope/notify.yml /etc/jobscope/report-epilog.conf /etc/jobscope/report-service.yml /etc/jobscope/report.yml" \
 			"$(sort "$x/ctl/conffiles" | paste -sd' ')"
 		check_eq "$id deb: maintainer scripts" "conffiles control md5sums postinst postrm prerm" "$(ls "$x/ctl" | paste -sd' ')"
 		for s in postinst:postinstall prerm:preremove postrm:postremove; do
@@ -86,7 +86,7 @@ for arch in "${ARCHES[@]}"; do
 		check_eq "$id rpm: name version release arch" "$name $VERSION 1 $(rpm_arch "$arch")" \
 			"$(rpm -qp --qf '%{NAME} %{VERSION} %{RELEASE} %{ARCH}' "$rpm")"
 		check_eq "$id rpm: conflicts" "$other" "$(rpm -qp --conflicts "$rpm")"
-		check_eq "$id rpm: config files" "/etc/jobscope/notify.yml /etc/jobscope/report-epilog.conf /etc/jobscope/report.yml /etc/sysconfig/jobscope" \
+		check_eq "$id rpm: config files" "/etc/jobscope/notify.yml /etc/jobscope/report-epilog.conf /etc/jobscope/report-service.yml /etc/jobscope/report.yml /etc/sysconfig/jobscope" \
 			"$(rpm -qcp "$rpm" | sort | paste -sd' ')"
 		check_eq "$id rpm: config files are noreplace" "" \
 			"$(rpm -qp --qf '[%{FILENAMES} %{FILEFLAGS:fflags}\n]' "$rpm" | awk '$2 ~ /c/ && $2 !~ /n/')"

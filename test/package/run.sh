@@ -92,11 +92,15 @@ expected() { # format variant arch
 		0644 /etc/jobscope/report.yml contrib/packaging/etc/report.yml
 		0644 /etc/jobscope/report-epilog.conf contrib/packaging/etc/report-epilog.conf
 		0644 /etc/jobscope/notify.yml contrib/notify/notify.yml
+		0640 /etc/jobscope/report-service.yml contrib/report-service.yml
 		0755 /usr/bin/jobscope @
 		0755 /usr/bin/jobscope-report @
 		0644 /usr/lib/systemd/system/jobscope.service contrib/systemd/jobscope.service
 		0644 /usr/lib/systemd/system/jobscope-controller.service contrib/systemd/jobscope-controller.service
 		0644 /usr/lib/systemd/system/jobscope-notify.service contrib/systemd/jobscope-notify.service
+		0644 /usr/lib/systemd/system/jobscope-report.service contrib/systemd/jobscope-report.service
+		0644 /usr/lib/systemd/system/jobscope-summaries.service contrib/systemd/jobscope-summaries.service
+		0644 /usr/lib/systemd/system/jobscope-summaries.timer contrib/systemd/jobscope-summaries.timer
 		0755 /usr/share/jobscope/ @
 		0755 /usr/share/jobscope/slurm/ @
 		0755 /usr/share/jobscope/slurm/prolog.sh contrib/slurm/prolog.sh
