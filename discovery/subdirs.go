@@ -72,12 +72,10 @@ func listFd(fd int, dir string) (ents []dirent, ok bool) {
 		if err != nil || n <= 0 {
 			return ents, true
 		}
+		// Only an empty read ends a listing: a getdents that meets a
+		// pending signal (the Go scheduler's SIGURG) returns the entries it
+		// has so far, however few.
 		ents = appendDirents(ents, dir, buf[:n])
-		// The kernel fills the buffer while entries remain: a short read
-		// was the last one, which saves the empty read that ends a listing.
-		if n < len(buf)-512 {
-			return ents, true
-		}
 	}
 }
 
