@@ -326,11 +326,13 @@ submit() {
 }
 
 write_jobs() {
-	# CPU burner: one srun step burns a core for BURN_S seconds, then the batch
-	# step idles, so the job's CPU time stops moving and can be compared.
+	# CPU burner: one srun step burns 12 s of CPU (its own user time, not
+	# wall time: on a loaded 2-core machine 15 s of wall time once gave it
+	# under 10 s of CPU), then the batch step idles, so the job's CPU time
+	# stops moving and can be compared. 120 s of wall time bound it.
 	cat >"$WORK/jobs/burn.sh" <<'EOF'
 #!/bin/sh
-srun -n1 sh -c 'timeout 15 sh -c "while :; do :; done"; exit 0'
+srun -n1 sh -c 'timeout 120 perl -e "1 while (times)[0] < 12"; exit 0'
 echo burned
 exec sleep 600
 EOF
@@ -527,7 +529,7 @@ need 60 "jobs running" all_running
 need 30 "memory holder" out_has "$J_HOLD" holding
 need 60 "writer" out_has "$J_WRITE" written
 need 30 "OOM job" out_has "$J_OOM" "oom rc="
-need 60 "burner step done" sh -c "sacct -n -P -j $J_BURN.0 -o State | grep -qx COMPLETED"
+need 150 "burner step done" sh -c "sacct -n -P -j $J_BURN.0 -o State | grep -qx COMPLETED"
 log "jobs in place"
 sleep 2 # a controller poll (1 s) and a Prometheus scrape (1 s) past the last change
 
