@@ -33,7 +33,10 @@ func TestSlurmHungCommandServesLastSnapshot(t *testing.T) {
 	first := testutil.Samples(t, testutil.Exposition(t, slurmGather(context.Background(), exp)))
 	f.Hang("squeue")
 	clk.Add(2 * time.Minute)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	// The scrape waits for the hung squeue until this deadline: long enough
+	// for the other commands (fake scripts, a process each) to answer on a
+	// loaded machine, where 3 s once was not.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 	defer cancel()
 	got := testutil.Samples(t, testutil.Exposition(t, slurmGather(ctx, exp)))
 	f.HungPIDs("squeue")
