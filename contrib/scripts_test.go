@@ -256,8 +256,11 @@ func TestReportEpilog(t *testing.T) {
 		return []string{"JOBSCOPE_REPORT_EPILOG_CONF=" + conf, "SLURM_JOB_ID=" + job, "SLURM_JOB_USER=" + user,
 			"SLURM_JOB_WORK_DIR=" + work, "SLURM_SCRIPT_CONTEXT=epilog_slurmd"}
 	}
+	// The epilog starts the report in the background: up to 60 s for it
+	// to write (5 s was short for starting processes on a loaded machine;
+	// a report that comes returns at once).
 	wait := func(name string) string {
-		for i := 0; i < 100; i++ {
+		for i := 0; i < 1200; i++ {
 			if b, err := os.ReadFile(filepath.Join(work, name)); err == nil && len(b) > 0 {
 				return string(b)
 			}

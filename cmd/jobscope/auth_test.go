@@ -39,7 +39,9 @@ func TestBasicAuthAndGracefulShutdown(t *testing.T) {
 	}()
 	url := "http://" + addr + "/metrics"
 	var resp *http.Response
-	for range 100 {
+	// Up to 20 s for the node to listen (it answers within milliseconds
+	// when idle; 5 s was short under -race on a loaded machine).
+	for range 400 {
 		if resp, err = http.Get(url); err == nil {
 			break
 		}

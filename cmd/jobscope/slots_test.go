@@ -14,9 +14,18 @@ import (
 	"github.com/jobscope/jobscope/collector"
 )
 
-type blockingCollector struct{ release chan struct{} }
+// blockingCollector holds its scrape until release; started (buffered,
+// optional) hears of each Collect, so a test knows the scrape holds its
+// slot without guessing how long that takes on a loaded machine.
+type blockingCollector struct{ release, started chan struct{} }
 
 func (b blockingCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Metric) error {
+	if b.started != nil {
+		select {
+		case b.started <- struct{}{}:
+		default:
+		}
+	}
 	select {
 	case <-b.release:
 	case <-s.Context().Done():
@@ -27,8 +36,8 @@ func (b blockingCollector) Collect(s *collector.Scrape, ch chan<- prometheus.Met
 // With --web.max-requests=1 a second scrape waits for the first; one whose
 // deadline passes while waiting gets 503.
 func TestScrapeSlots(t *testing.T) {
-	release := make(chan struct{})
-	exp := collector.NewExporter(map[string]collector.Collector{"block": blockingCollector{release}}, collector.Options{Problems: collector.NewProblems(nil)})
+	release, started := make(chan struct{}), make(chan struct{}, 1)
+	exp := collector.NewExporter(map[string]collector.Collector{"block": blockingCollector{release, started}}, collector.Options{Problems: collector.NewProblems(nil)})
 	logger, _ := newLogger("error", "json", io.Discard)
 	o := &options{metricsPath: "/metrics", scrapeTimeout: 10 * time.Second, maxRequests: 1}
 	srv := httptest.NewServer(newMux(exp, o, logger))
@@ -43,7 +52,14 @@ func TestScrapeSlots(t *testing.T) {
 		resp.Body.Close()
 		first <- resp.StatusCode
 	}()
-	time.Sleep(200 * time.Millisecond) // the first scrape holds the slot
+	// The first scrape holds the slot once its collector runs: waited
+	// for, not slept on (a 200 ms sleep let the second scrape take the slot
+	// first on a loaded machine).
+	select {
+	case <-started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the first scrape never reached its collector")
+	}
 	req, _ := http.NewRequest("GET", srv.URL+"/metrics", nil)
 	req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", "0.8")
 	resp, err := http.DefaultClient.Do(req)
