@@ -127,5 +127,5 @@ func TestLoadWithoutLiveCPU(t *testing.T) {
 	if snap.Jobs[key] == nil {
 		t.Fatal("job not counted")
 	}
-	closeTo(t, "cpu ns vs cpu.stat", sum(snap.Jobs[key].CPUNs), usageUsec(t, job.jobDir[""])*1000, 0.0001)
+	closeToUsage(t, "cpu ns vs cpu.stat", sum(snap.Jobs[key].CPUNs), usageUsec(t, job.jobDir[""])*1000, 0.0001)
 }

@@ -131,7 +131,7 @@ func TestLiveCPUAtEachRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	closeTo(t, "after the burner exited", sum(snap.Jobs[key].CPUNs), usageUsec(t, job.jobDir[""])*1000, 0.0001)
+	closeToUsage(t, "after the burner exited", sum(snap.Jobs[key].CPUNs), usageUsec(t, job.jobDir[""])*1000, 0.0001)
 }
 
 // TestJobDirNames checks which v2 job directory names the programs count: a
