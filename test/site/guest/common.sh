@@ -136,8 +136,12 @@ users() {
 # is upgraded to the current one (dist/) while jobs run.
 OLD_DEB=$(ls "$SRC"/old/jobscope_*_amd64.deb 2>/dev/null | head -1)
 NEW_DEB=$(ls "$SRC"/dist/jobscope_*_amd64.deb 2>/dev/null | head -1)
-NEW_VERSION=$(dpkg-deb -f "$NEW_DEB" Version 2>/dev/null)
+NEW_DEB_VERSION=$(dpkg-deb -f "$NEW_DEB" Version 2>/dev/null)
+# The binary's version (jobscope_build_info) is the package's without its
+# Debian revision (-1).
+NEW_VERSION=${NEW_DEB_VERSION%-*}
 OLD_VERSION=$(dpkg-deb -f "$OLD_DEB" Version 2>/dev/null)
+OLD_VERSION=${OLD_VERSION%-*}
 
 # install_jobscope DEB: the README's "Install on a cluster": the .deb, the
 # prolog and epilog linked into slurm's directories, the job-end report
@@ -164,10 +168,10 @@ upgrade_jobscope() { # PORT
 	local v
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$NEW_DEB" >"$OUT/apt-upgrade.log" 2>&1 ||
 		die "apt install $(basename "$NEW_DEB") over $(basename "$OLD_DEB") failed: $(tail -3 "$OUT/apt-upgrade.log")"
-	check_eq "$ROLE: dpkg has the new jobscope" "$NEW_VERSION" "$(dpkg-query -W -f '${Version}' jobscope)"
+	check_eq "$ROLE: dpkg has the new jobscope" "$NEW_DEB_VERSION" "$(dpkg-query -W -f '${Version}' jobscope)"
 	wait_for 180 "jobscope serves the new version" sh -c \
-		"curl -fsS --max-time 20 http://127.0.0.1:$1/metrics | grep '^jobscope_build_info{' | grep -qF 'version=\"$NEW_VERSION\"'"
-	v=$(curl -fsS --max-time 20 "http://127.0.0.1:$1/metrics" | grep '^jobscope_build_info{' | sed -n 's/.*[{,]version="\([^"]*\)".*/\1/p')
+		"curl -fsS --max-time 60 http://127.0.0.1:$1/metrics | grep '^jobscope_build_info{' | grep -qF 'version=\"$NEW_VERSION\"'"
+	v=$(curl -fsS --max-time 60 "http://127.0.0.1:$1/metrics" | grep '^jobscope_build_info{' | sed -n 's/.*[{,]version="\([^"]*\)".*/\1/p')
 	check_eq "$ROLE: the unit on :$1 restarted into the new version (jobscope_build_info)" "$NEW_VERSION" "${v:-(no answer)}"
 	log "upgraded $(basename "$OLD_DEB") -> $(basename "$NEW_DEB")"
 }

@@ -26,7 +26,8 @@ pin_ids() {
 # "down".
 cpu_sample() {
 	local t
-	t=$(curl -fsS --max-time 5 "http://127.0.0.1:$NODE_PORT/metrics" 2>/dev/null) || { echo down >"$1"; return; }
+	# A scrape takes seconds under TCG: a short limit made every sample "down".
+	t=$(curl -fsS --max-time 30 "http://127.0.0.1:$NODE_PORT/metrics" 2>/dev/null) || { echo down >"$1"; return; }
 	{
 		grep '^jobscope_build_info{' <<<"$t" | sed -n 's/.*[{,]version="\([^"]*\)".*/version \1/p'
 		grep -E '^slurm_job_cpu_(core|usage)_seconds_total\{' <<<"$t" | grep -E "jobid=\"($UPG_JOBS)\"" |
