@@ -14,6 +14,10 @@
 # power-off (debugfs); serial logs stay in the work directory. Every qemu
 # and vde_switch process is killed at exit, on failure too.
 #
+# The site starts on the .deb of an earlier commit (SITE_OLD_COMMIT), built
+# once in a git worktree of it and cached in the work directory's debs/ by
+# commit, and is upgraded to dist/'s while jobs run.
+#
 # Environment: JOBSCOPE_SITE_DIR (work directory, default /tmp/jobscope-site),
 # JOBSCOPE_SITE_TIMEOUT (seconds for the whole run, default 2700),
 # SITE_PAYLOAD_MB (the MPI job's bytes each way, default 64), SITE_BURN_S
@@ -37,6 +41,10 @@ if [ "${JOBSCOPE_VM_LOCKED:-}" != 1 ] && [ "$(id -u)" = 0 ]; then
 fi
 [ "$(id -u)" = 0 ] || die "must run as root (image, chroot)"
 
+# The earlier commit: main before issue 29's alert, report and upgrade
+# checks (3e557ef, "prometheus.yml example: no cluster target label"). Fixed,
+# so the cache holds; it needs a clone with history.
+OLD_COMMIT=${SITE_OLD_COMMIT:-3e557effcee05ff8ffb1df03c49da4aa8e924313}
 DEB=$(ls "$ROOT"/dist/jobscope_*_amd64.deb 2>/dev/null | sort -V | tail -1)
 [ -f "$DEB" ] || die "no dist/jobscope_*_amd64.deb: run make package (make site-e2e does)"
 for p in qemu-system-x86 e2fsprogs vde2; do
@@ -44,6 +52,26 @@ for p in qemu-system-x86 e2fsprogs vde2; do
 	log "apt-get install $p"
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$p" >/dev/null || die "apt-get install $p failed"
 done
+
+# old_deb: the cached .deb of OLD_COMMIT, built on a miss (make package in
+# a detached worktree, removed afterwards).
+old_deb() {
+	local c=$WORK/debs/$OLD_COMMIT wt deb
+	deb=$(ls "$c"/jobscope_*_amd64.deb 2>/dev/null | head -1)
+	[ -f "$deb" ] && { echo "$deb"; return 0; }
+	git -C "$ROOT" cat-file -e "$OLD_COMMIT^{commit}" 2>/dev/null || { log "commit $OLD_COMMIT not in this clone (a shallow one?)"; return 1; }
+	wt=$(mktemp -d /tmp/jobscope-site-old.XXXXXX)
+	log "building the earlier .deb ($OLD_COMMIT) in $wt"
+	git -C "$ROOT" worktree add -q --detach "$wt/src" "$OLD_COMMIT" &&
+		make -C "$wt/src" package PKG_ARCHES=amd64 >"$wt/package.log" 2>&1 &&
+		mkdir -p "$c" && cp "$wt"/src/dist/jobscope_*_amd64.deb "$c/"
+	local rc=$?
+	[ $rc = 0 ] || tail -20 "$wt/package.log" >&2
+	git -C "$ROOT" worktree remove --force "$wt/src" >/dev/null 2>&1
+	rm -rf "$wt"
+	[ $rc = 0 ] || return 1
+	ls "$c"/jobscope_*_amd64.deb | head -1
+}
 
 PIDS=()
 cleanup() {
@@ -71,7 +99,8 @@ trap 'exit 130' INT TERM
 
 main() {
 IMG=$(bash "$HERE/image.sh") || die "site image failed"
-rm -rf "$WORK" && mkdir -p "$WORK"
+mkdir -p "$WORK" && find "$WORK" -mindepth 1 -maxdepth 1 ! -name debs -exec rm -rf {} +
+OLD_DEB=$(old_deb) || die "no .deb of the earlier commit $OLD_COMMIT"
 
 # The site's one munge key, on every VM's payload.
 dd if=/dev/urandom of="$WORK/munge.key" bs=1024 count=1 status=none
@@ -86,6 +115,7 @@ payload() { # NAME
 	cp -r "$ROOT/test/site" "$ROOT/test/lib" "$d/src/test/"
 	mkdir -p "$d/src/test/vm" && cp -r "$ROOT/test/vm/guest" "$d/src/test/vm/"
 	cp "$DEB" "$d/src/dist/"
+	mkdir -p "$d/src/old" && cp "$OLD_DEB" "$d/src/old/"
 	install -m 0400 "$WORK/munge.key" "$d/src/test/site/munge.key"
 	printf 'ROLE=%s\nIP=%s\nSITE_PAYLOAD_MB=%s\nSITE_BURN_S=%s\n' "$n" "${IP[$n]}" \
 		"${SITE_PAYLOAD_MB:-64}" "${SITE_BURN_S:-20}" >"$d/src/test/site/site.env"

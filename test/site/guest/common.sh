@@ -132,13 +132,23 @@ users() {
 	done
 }
 
-# install_jobscope: the README's "Install on a cluster": the .deb, the
+# The site starts on the .deb of an earlier commit (run.sh builds it) and
+# is upgraded to the current one (dist/) while jobs run.
+OLD_DEB=$(ls "$SRC"/old/jobscope_*_amd64.deb 2>/dev/null | head -1)
+NEW_DEB=$(ls "$SRC"/dist/jobscope_*_amd64.deb 2>/dev/null | head -1)
+NEW_DEB_VERSION=$(dpkg-deb -f "$NEW_DEB" Version 2>/dev/null)
+# The binary's version (jobscope_build_info) is the package's without its
+# Debian revision (-1).
+NEW_VERSION=${NEW_DEB_VERSION%-*}
+OLD_VERSION=$(dpkg-deb -f "$OLD_DEB" Version 2>/dev/null)
+OLD_VERSION=${OLD_VERSION%-*}
+
+# install_jobscope DEB: the README's "Install on a cluster": the .deb, the
 # prolog and epilog linked into slurm's directories, the job-end report
 # turned on, and the report pointed at the site's Prometheus.
 install_jobscope() {
-	local deb
-	deb=$(ls "$SRC"/dist/jobscope_*_amd64.deb | head -1)
-	[ -f "$deb" ] || die "no jobscope .deb in the payload"
+	local deb=$1
+	[ -f "$deb" ] || die "no jobscope .deb in the payload ($deb)"
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$deb" >"$OUT/apt-jobscope.log" 2>&1 ||
 		die "apt install $(basename "$deb") failed: $(tail -3 "$OUT/apt-jobscope.log")"
 	ln -sf /usr/share/jobscope/slurm/prolog.sh "$SLURM_ETC/prolog.d/jobscope.sh"
@@ -149,6 +159,21 @@ install_jobscope() {
 	sed -i 's/^#ENABLE=yes/ENABLE=yes/' /etc/jobscope/report-epilog.conf
 	sed -i 's|^#prometheus:|prometheus:|; s|^#  url: http://localhost:9090|  url: http://ctl:9090|' /etc/jobscope/report.yml
 	log "installed $(basename "$deb")"
+}
+
+# upgrade_jobscope: the current .deb over the earlier one, as a site
+# upgrades (apt install ./new.deb); its postinst restarts the units that
+# ran. Checks the unit PORT serves again, now the new version.
+upgrade_jobscope() { # PORT
+	local v
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$NEW_DEB" >"$OUT/apt-upgrade.log" 2>&1 ||
+		die "apt install $(basename "$NEW_DEB") over $(basename "$OLD_DEB") failed: $(tail -3 "$OUT/apt-upgrade.log")"
+	check_eq "$ROLE: dpkg has the new jobscope" "$NEW_DEB_VERSION" "$(dpkg-query -W -f '${Version}' jobscope)"
+	wait_for 180 "jobscope serves the new version" sh -c \
+		"curl -fsS --max-time 60 http://127.0.0.1:$1/metrics | grep '^jobscope_build_info{' | grep -qF 'version=\"$NEW_VERSION\"'"
+	v=$(curl -fsS --max-time 60 "http://127.0.0.1:$1/metrics" | grep '^jobscope_build_info{' | sed -n 's/.*[{,]version="\([^"]*\)".*/\1/p')
+	check_eq "$ROLE: the unit on :$1 restarted into the new version (jobscope_build_info)" "$NEW_VERSION" "${v:-(no answer)}"
+	log "upgraded $(basename "$OLD_DEB") -> $(basename "$NEW_DEB")"
 }
 
 # Phases: a held job named site-phase-NAME is the flag every VM sees in
