@@ -51,7 +51,7 @@ js1_secs() {
 }
 # js1_totalcpu ID: sacct's TotalCPU of the job's steps, summed, in seconds.
 js1_totalcpu() {
-	sacct -n -P -j "$1" -o JobID,TotalCPU | awk -F'|' -v j="$1" '$1 != j {print $2}' | js1_secs |
+	sacct -n -P -j "$1" -o JobID,TotalCPU | awk -F'|' -v j="$1" '$1 "" != j {print $2}' | js1_secs |
 		awk '{s+=$1} END{printf "%.3f\n", s}'
 }
 # js1_bytes "123K": sacct's sizes (binary units) in bytes.
