@@ -19,6 +19,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -41,7 +42,8 @@ func TestMain(m *testing.M) {
 // a value, so that the counted IO is the work alone.
 func runHelper(kind string) int {
 	fmt.Println("ready")
-	arg, err := bufio.NewReader(os.Stdin).ReadString('\n')
+	stdin := bufio.NewReader(os.Stdin)
+	arg, err := stdin.ReadString('\n')
 	if err != nil {
 		return 2
 	}
@@ -59,6 +61,35 @@ func runHelper(kind string) int {
 		}
 		if x == 42 {
 			fmt.Println(x)
+		}
+	case "spin":
+		// Burns CPU until the next line on stdin: the test counts the CPU
+		// time it got in cpu.stat, not wall time (a loaded machine gives
+		// it less).
+		var stop atomic.Bool
+		go func() {
+			stdin.ReadString('\n')
+			stop.Store(true)
+		}()
+		x := 1
+		for !stop.Load() {
+			for i := 0; i < 10000; i++ {
+				x = x*31 + i
+			}
+		}
+		if x == 42 {
+			fmt.Println(x)
+		}
+	case "fork":
+		// Starts a helper of kind arg that shares this one's stdin and
+		// stdout, and waits for it: a process forked inside the job at the
+		// moment the test chooses, as a batch script starts its steps.
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "JOBSCOPE_BPF_HELPER="+arg)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Run(); err != nil {
+			return 3
 		}
 	case "write":
 		f, err := os.Create(arg)

@@ -188,6 +188,12 @@ int fold_running(struct bpf_iter__task *ctx)
 // seed_tasks runs once at attach: tasks that already run get their current
 // counters as baseline, so only what they do from now on is counted. Tasks
 // that have a baseline (pinned task storage of a previous run) keep it.
+//
+// When that storage is resumed (resume_tasks), a task without a baseline was
+// forked after the previous run's seed pass and never switched out while a
+// program was attached: it was forked while jobscope was down. Its counters
+// started at zero at fork, all of it in its job's time, so its baseline is
+// zero, as for a task forked while attached.
 SEC("iter/task")
 int seed_tasks(struct bpf_iter__task *ctx)
 {
@@ -199,6 +205,10 @@ int seed_tasks(struct bpf_iter__task *ctx)
 	struct task_last *last = bpf_task_storage_get(&task_last, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!last)
 		return 0;
+	self_inc(SELF_SEEDED);
+	// New storage is zeroed: a zero baseline.
+	if (resume_tasks)
+		return 0;
 	last->runtime = t->se.sum_exec_runtime;
 	last->rchar = t->ioac.rchar;
 	last->wchar = t->ioac.wchar;
@@ -206,7 +216,6 @@ int seed_tasks(struct bpf_iter__task *ctx)
 	last->syscw = t->ioac.syscw;
 	last->read_bytes = t->ioac.read_bytes;
 	last->write_bytes = t->ioac.write_bytes;
-	self_inc(SELF_SEEDED);
 	return 0;
 }
 

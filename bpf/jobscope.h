@@ -9,6 +9,9 @@ volatile const u32 v2_job_level = 3;   // 0: ignore the v2 hierarchy
 volatile const u32 v1_job_level = 3;
 volatile const u32 v1_subsys = 0;      // 0 none, 1 cpuacct, 2 memory
 volatile const u32 have_mptcp = 0;     // bpf_skc_to_mptcp_sock is usable
+// 1: task_last is a previous run's pinned task storage, whose seed pass ran;
+// a task without storage was then forked while no program was attached.
+volatile const u32 resume_tasks = 0;
 
 // job_key names a job cgroup: hierarchy 0 is v2; v1 ids restart at 1 in
 // every hierarchy, so the hierarchy id is part of the key.

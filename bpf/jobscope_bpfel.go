@@ -69,6 +69,7 @@ const (
 	jobscopeProgTagListener        = "tag_listener"
 	jobscopeProgTagSocket          = "tag_socket"
 	jobscopeVarHaveMptcp           = "have_mptcp"
+	jobscopeVarResumeTasks         = "resume_tasks"
 	jobscopeVarUnusedCounters      = "unused_counters"
 	jobscopeVarUnusedJobKey        = "unused_job_key"
 	jobscopeVarV1JobLevel          = "v1_job_level"
@@ -144,6 +145,7 @@ type jobscopeMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type jobscopeVariableSpecs struct {
 	HaveMptcp      *ebpf.VariableSpec `ebpf:"have_mptcp"`
+	ResumeTasks    *ebpf.VariableSpec `ebpf:"resume_tasks"`
 	UnusedCounters *ebpf.VariableSpec `ebpf:"unused_counters"`
 	UnusedJobKey   *ebpf.VariableSpec `ebpf:"unused_job_key"`
 	V1JobLevel     *ebpf.VariableSpec `ebpf:"v1_job_level"`
@@ -191,6 +193,7 @@ func (m *jobscopeMaps) Close() error {
 // It can be passed to loadJobscopeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type jobscopeVariables struct {
 	HaveMptcp      *ebpf.Variable `ebpf:"have_mptcp"`
+	ResumeTasks    *ebpf.Variable `ebpf:"resume_tasks"`
 	UnusedCounters *ebpf.Variable `ebpf:"unused_counters"`
 	UnusedJobKey   *ebpf.Variable `ebpf:"unused_job_key"`
 	V1JobLevel     *ebpf.Variable `ebpf:"v1_job_level"`

@@ -63,6 +63,7 @@ type Objects struct {
 	stats    io.Closer
 	netErr   error
 	reused   bool
+	resume   bool // seed_tasks resumes the pinned task storage (resume_tasks)
 	possible int
 }
 
@@ -242,6 +243,10 @@ func (o *Objects) loadMaps(spec *ebpf.CollectionSpec) (*ebpf.Collection, error) 
 	ms := &ebpf.CollectionSpec{Maps: spec.Maps, Variables: spec.Variables, Types: spec.Types, ByteOrder: spec.ByteOrder}
 	opts := ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: o.cfg.PinPath}}
 	o.reused = o.cfg.PinPath != "" && exists(filepath.Join(o.cfg.PinPath, jobscopeMapJobCounters))
+	o.resume = resumable(o.cfg.PinPath)
+	if err := setResume(spec, o.resume); err != nil {
+		return nil, err
+	}
 	coll, err := ebpf.NewCollectionWithOptions(ms, opts)
 	if errors.Is(err, ebpf.ErrMapIncompatible) {
 		// A build with another map layout or size pinned these: start over.
@@ -249,7 +254,10 @@ func (o *Objects) loadMaps(spec *ebpf.CollectionSpec) (*ebpf.Collection, error) 
 		if err := Unpin(o.cfg.PinPath); err != nil {
 			return nil, err
 		}
-		o.reused = false
+		o.reused, o.resume = false, false
+		if err := setResume(spec, false); err != nil {
+			return nil, err
+		}
 		coll, err = ebpf.NewCollectionWithOptions(ms, opts)
 	}
 	return coll, err
@@ -257,9 +265,18 @@ func (o *Objects) loadMaps(spec *ebpf.CollectionSpec) (*ebpf.Collection, error) 
 
 func (o *Objects) attach() error {
 	// Seed before attaching: a task forked after the pass starts from zero,
-	// which is exact for it; one that ran before keeps its own history out.
+	// which is exact for it; one that ran before keeps its own history out,
+	// unless it was forked while a previous run's storage went unattended.
+	before, errBefore := seededTasks(o.maps.SelfCounters)
 	if err := runIter(o.progs[jobscopeProgSeedTasks]); err != nil {
 		return classify("seed tasks", err)
+	}
+	if o.resume {
+		args := []any{"path", o.cfg.PinPath}
+		if after, err := seededTasks(o.maps.SelfCounters); err == nil && errBefore == nil {
+			args = append(args, "tasks_from_start", after-before)
+		}
+		o.cfg.Log.Info("ebpf: resumed the pinned per-task baselines; tasks forked while jobscope was down are counted from their start", args...)
 	}
 	switchProg := jobscopeProgAccountSwitch
 	if o.liveErr != nil {

@@ -40,7 +40,7 @@ func newEBPFDescs() ebpfDescs {
 		maxEntries: self("jobscope_bpf_map_max_entries", "Capacity of a jobscope BPF map (--bpf.max-jobs).", "map"),
 		overflows:  self("jobscope_bpf_map_overflows_total", "Job entries that could not be added because the BPF map was full; their counts are lost (raise --bpf.max-jobs). Kept in a pinned map across restarts.", "map"),
 		dying:      self("jobscope_bpf_dying_cgroup_slices_total", "CPU/IO slices not counted because the task's job cgroup was already being removed (its entry had been dropped). Kept in a pinned map across restarts."),
-		seeded:     self("jobscope_bpf_seeded_tasks_total", "Tasks given a starting point by the iter/task pass at attach (their earlier history is not counted). Kept in a pinned map across restarts."),
+		seeded:     self("jobscope_bpf_seeded_tasks_total", "Tasks given a starting point by the iter/task pass at attach: their current counters on a fresh start (earlier history is not counted), zero when a restart resumes the pinned per-task baselines (such a task was forked while jobscope was down: counted from its start). Kept in a pinned map across restarts."),
 		mptcp:      self("jobscope_bpf_network_mptcp_packets_total", "Packets attributed through the MPTCP parent of a subflow socket."),
 		network:    self("jobscope_bpf_network_enabled", "1 if the network programs are attached, 0 if not (no cgroup v2 mount, --bpf.network=false, or the kernel refused them; logged at start)."),
 		runSeconds: self("jobscope_bpf_program_run_seconds_total", "Time the kernel spent running a jobscope BPF program (kernel BPF statistics; only while kernel.bpf_stats_enabled=1 or --bpf.stats).", "program"),
