@@ -59,17 +59,46 @@ func (s *jsonScanner) eof() error {
 	return io.ErrUnexpectedEOF
 }
 
-// peek skips white space and returns the next byte, unread.
+// peek skips white space and returns the next byte, unread. The usual
+// case, a token right there, is inlined at the callers.
 func (s *jsonScanner) peek() (byte, error) {
-	for s.fill() {
-		switch c := s.buf[s.pos]; c {
-		case ' ', '\t', '\n', '\r':
-			s.pos++
-		default:
+	if s.pos < len(s.buf) {
+		if c := s.buf[s.pos]; c > ' ' {
 			return c, nil
 		}
 	}
+	return s.peekSpace()
+}
+
+// peekSpace is peek past white space, in a local loop over the window:
+// Slurm indents its JSON, so half its bytes are white space, and a call
+// per byte was a quarter of a poll.
+func (s *jsonScanner) peekSpace() (byte, error) {
+	for s.fill() {
+		b, i := s.buf, s.pos
+		for i < len(b) && isSpace(b[i]) {
+			i++
+		}
+		s.pos = i
+		if i < len(b) {
+			return b[i], nil
+		}
+	}
 	return 0, s.eof()
+}
+
+func isSpace(c byte) bool {
+	return c <= ' ' && (c == ' ' || c == '\n' || c == '\t' || c == '\r')
+}
+
+// endsScalar: the bytes that end a number or literal (what may follow one
+// in JSON, and a quote or colon, which may not but end it all the same).
+func endsScalar(c byte) bool {
+	switch c {
+	case ',', '}', ']', ' ', '\t', '\n', '\r', '"', ':':
+		return true
+	}
+	return false
 }
 
 // expect reads the next byte, which must be c.
@@ -154,58 +183,117 @@ const (
 )
 
 // value reads one value, keeping its bytes (white space outside strings
-// dropped) if keep; they are valid until the scanner's next call. The
-// grammar of objects and arrays is checked as in a full decode: a
-// skipped value that is not JSON fails here, rather than making the rest
-// of the output read as something else.
+// dropped) if keep; they are valid until the scanner's next call (a
+// string or number that lies whole in the window is returned in place,
+// not copied). The grammar of objects and arrays is checked as in a full
+// decode: a skipped value that is not JSON fails here, rather than making
+// the rest of the output read as something else.
+//
+// It works on the window with local indices, refilling only at its end:
+// skipping the ~80 fields of a job that jobscope does not read is most of
+// what a poll costs, and a method call per byte (peek, punct) was most of
+// that.
 func (s *jsonScanner) value(keep bool) ([]byte, error) {
 	s.out, s.stack = s.out[:0], s.stack[:0]
 	want := wantValue
+	b, i := s.buf, s.pos
 	for {
-		c, err := s.peek()
-		if err != nil {
-			return nil, err
+		for i < len(b) && isSpace(b[i]) {
+			i++
 		}
+		if i == len(b) {
+			s.pos = i
+			if !s.fill() {
+				return nil, s.eof()
+			}
+			b, i = s.buf, s.pos
+			continue
+		}
+		c := b[i]
 		isValue := want == wantValue || want == wantValueOrClose
 		done := false // a value ended
 		switch {
-		case c == '"' && (want == wantKey || want == wantKeyOrClose):
-			err, want = s.str(keep), wantColon
-		case c == '"' && isValue:
-			err, done = s.str(keep), true
-		case (c == '{' || c == '[') && isValue:
-			if len(s.stack) >= jsonMaxDepth {
-				return nil, errors.New("json: exceeded max depth")
+		case c == '"' && (isValue || want == wantKey || want == wantKeyOrClose):
+			if isValue {
+				done = true
+			} else {
+				want = wantColon
 			}
-			s.stack = append(s.stack, c+2) // '{'+2 is '}', '['+2 is ']'
-			want = wantValueOrClose
-			if c == '{' {
-				want = wantKeyOrClose
+			q := closingQuote(b, i+1)
+			switch {
+			case q < 0: // it goes on past the window
+				s.pos = i
+				if err := s.str(keep); err != nil {
+					return nil, err
+				}
+				b, i = s.buf, s.pos
+			case done && len(s.stack) == 0: // the whole value, in place
+				s.pos = q + 1
+				return b[i : q+1], nil
+			default:
+				if keep {
+					s.out = append(s.out, b[i:q+1]...)
+				}
+				i = q + 1
 			}
-			err = s.punct(c, keep)
-		case (c == '}' && (want == wantKeyOrClose || want == wantCommaOrClose) ||
-			c == ']' && (want == wantValueOrClose || want == wantCommaOrClose)) &&
-			len(s.stack) > 0 && s.stack[len(s.stack)-1] == c:
-			s.stack = s.stack[:len(s.stack)-1]
-			err, done = s.punct(c, keep), true
-		case c == ':' && want == wantColon:
-			err, want = s.punct(c, keep), wantValue
-		case c == ',' && want == wantCommaOrClose:
-			want = wantValue
-			if s.stack[len(s.stack)-1] == '}' {
-				want = wantKey
+		case isValue && c != '{' && c != '[' && c != '}' && c != ']' && c != ',' && c != ':':
+			j := i
+			for j < len(b) && !endsScalar(b[j]) {
+				j++
 			}
-			err = s.punct(c, keep)
-		case isValue && c != '}' && c != ']' && c != ',' && c != ':':
-			err, done = s.scalar(keep), true
-		default:
-			return nil, fmt.Errorf("json: invalid character %q", c)
-		}
-		if err != nil {
-			return nil, err
+			if j == len(b) { // it may go on past the window, or end the input
+				s.pos = i
+				if err := s.scalar(keep); err != nil {
+					return nil, err
+				}
+				b, i, done = s.buf, s.pos, true
+				break
+			}
+			if !validScalar(b[i:j]) {
+				return nil, fmt.Errorf("json: invalid literal %q", truncate(b[i:j]))
+			}
+			if len(s.stack) == 0 { // the whole value, in place
+				s.pos = j
+				return b[i:j], nil
+			}
+			if keep {
+				s.out = append(s.out, b[i:j]...)
+			}
+			i, done = j, true
+		default: // punctuation: one byte
+			switch {
+			case (c == '{' || c == '[') && isValue:
+				if len(s.stack) >= jsonMaxDepth {
+					return nil, errors.New("json: exceeded max depth")
+				}
+				s.stack = append(s.stack, c+2) // '{'+2 is '}', '['+2 is ']'
+				want = wantValueOrClose
+				if c == '{' {
+					want = wantKeyOrClose
+				}
+			case (c == '}' && (want == wantKeyOrClose || want == wantCommaOrClose) ||
+				c == ']' && (want == wantValueOrClose || want == wantCommaOrClose)) &&
+				len(s.stack) > 0 && s.stack[len(s.stack)-1] == c:
+				s.stack = s.stack[:len(s.stack)-1]
+				done = true
+			case c == ':' && want == wantColon:
+				want = wantValue
+			case c == ',' && want == wantCommaOrClose:
+				want = wantValue
+				if s.stack[len(s.stack)-1] == '}' {
+					want = wantKey
+				}
+			default:
+				return nil, fmt.Errorf("json: invalid character %q", c)
+			}
+			if keep {
+				s.out = append(s.out, c)
+			}
+			i++
 		}
 		if done {
 			if len(s.stack) == 0 {
+				s.pos = i
 				return s.out, nil
 			}
 			want = wantCommaOrClose
@@ -213,12 +301,25 @@ func (s *jsonScanner) value(keep bool) ([]byte, error) {
 	}
 }
 
-func (s *jsonScanner) punct(c byte, keep bool) error {
-	s.pos++
-	if keep {
-		s.out = append(s.out, c)
+// closingQuote returns the index in b of the quote that ends the string
+// whose first byte is at b[i] (-1 if the window ends first): the first
+// quote after an even run of backslashes, each pair an escaped backslash.
+func closingQuote(b []byte, i int) int {
+	for {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return -1
+		}
+		q += i
+		n := 0
+		for k := q - 1; k >= i && b[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q
+		}
+		i = q + 1
 	}
-	return nil
 }
 
 // str reads a string, its quotes included; only its end is looked for

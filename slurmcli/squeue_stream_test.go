@@ -4,6 +4,7 @@ package slurmcli
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -129,8 +130,41 @@ func TestSqueueStreamOddForms(t *testing.T) {
 		`{"jobs":[{"job_id":1}],"jobs":null}`,
 		`{"errors":[]}`, `null`, `[]`, `{"jobs":{}}`, `{"jobs":[1]}`, `{"jobs":[{"job_id":"x"}]}`,
 		`{"jobs":[{"job_id":true,"cpus":{"set":"yes"}}]}`, `{"jobs":[{"partition":5}]}`, `{"jobs":[{"job_state":["A",]}]}`,
+		// Runs of backslashes before a quote, skipped and kept: an even run
+		// ends the string, an odd one escapes the quote.
+		`{"jobs":[{"job_id":1,"name":"\\","comment":"\"x\\\"}","x":["\\\\",{"\\":"\""}],"partition":"p\\","qos":"\\\""}]}`,
+		`{"jobs":[{"job_id":1,"name":"\\"x"}]}`, `"\\"`, `"a\"`, `{"jobs":[{"job_id":1,"x":[1,2,3` + "\t\r\n" + `]}]}`,
 	} {
 		t.Run(s, func(t *testing.T) { agree(t, []byte(s)) })
+	}
+}
+
+// TestSqueueStreamRejectsMalformed: a value that is not JSON fails the
+// parse whether it is kept or skipped, at the top, in a job or nested, and
+// wherever the reads cut it: skipping checks the grammar (agree cannot
+// tell, as the stream does not check the strings it skips).
+func TestSqueueStreamRejectsMalformed(t *testing.T) {
+	for _, v := range []string{
+		`[1,]`, `[1 2]`, `[}`, `[1]]`, `{"a" 1}`, `{"a":1,}`, `{1:2}`, `{"a":1:2}`, `{"a"}`, `{,}`, `[,1]`,
+		`01`, `-`, `1.`, `1.e5`, `1e`, `.5`, `+1`, `tru`, `nul`, `falsey`, `x`, `"a`, `"\\"x"`, `"a"b`,
+		`[[[[1]]]`, `{"a":{"b":[1,{"c":}]}}`, `[1,2` + strings.Repeat(" ", 100),
+	} {
+		for _, doc := range []string{
+			`{"jobs":[{"job_id":1,"x":` + v + `,"cpus":2}]}`,
+			`{"jobs":[{"job_id":1,"cpus":` + v + `}]}`,
+			`{"meta":` + v + `,"jobs":[]}`,
+			`{"jobs":[],"x":[{"y":` + v + `}]}`,
+		} {
+			if json.Valid([]byte(doc)) {
+				t.Fatalf("%s is valid JSON", doc)
+			}
+			b := []byte(doc)
+			for _, r := range []io.Reader{bytes.NewReader(b), iotest.OneByteReader(bytes.NewReader(b)), &chunkReader{b: b, n: 5}} {
+				if jobs, err := ParseSqueueJSON(r); err == nil {
+					t.Errorf("%s: %d jobs, no error", doc, len(jobs))
+				}
+			}
+		}
 	}
 }
 
