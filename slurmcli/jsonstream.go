@@ -4,9 +4,12 @@ package slurmcli
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
+	"unicode/utf8"
 )
 
 // jsonScanner walks JSON read from a stream, value by value, without
@@ -75,16 +78,61 @@ func (s *jsonScanner) peek() (byte, error) {
 // per byte was a quarter of a poll.
 func (s *jsonScanner) peekSpace() (byte, error) {
 	for s.fill() {
-		b, i := s.buf, s.pos
-		for i < len(b) && isSpace(b[i]) {
-			i++
-		}
+		b := s.buf
+		i := skipSpace(b, s.pos)
 		s.pos = i
 		if i < len(b) {
 			return b[i], nil
 		}
 	}
 	return 0, s.eof()
+}
+
+// ones has a 1 in each byte, tops the top bit of each: for the tests on
+// 8 bytes at once below.
+const (
+	ones = 0x0101010101010101
+	tops = 0x8080808080808080
+)
+
+// zeroBytes has the top bit set of the first zero byte of x (lowest
+// address, little-endian), and maybe of later ones: a borrow can set a
+// byte's bit above a zero byte, never below one.
+func zeroBytes(x uint64) uint64 {
+	return (x - ones) &^ x & tops
+}
+
+// upperOrHigh has the top bit set of each byte of x from 'A' to '\\' (the
+// upper-case letters, '[' and the backslash) or non-ASCII: the bytes that
+// make a key other than its folded form. Exact in each byte: no sum or
+// difference below carries into the next.
+func upperOrHigh(x uint64) uint64 {
+	y := x &^ tops
+	between := (ones*(127+'\\'+1) - y) & (y + ones*(127-('A'-1))) // 'A'-1 < y < '\\'+1
+	return (between | x) & tops
+}
+
+// skipSpace returns the index of the first byte from b[i] on that is not
+// white space (len(b) if none); a run of spaces, as Slurm indents, is
+// passed 8 bytes at a time.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ':
+			if i+8 > len(b) {
+				i++
+			} else if x := binary.LittleEndian.Uint64(b[i:]) ^ ones*' '; x != 0 {
+				i += bits.TrailingZeros64(x) / 8
+			} else {
+				i += 8
+			}
+		case '\n', '\t', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
 }
 
 func isSpace(c byte) bool {
@@ -147,29 +195,58 @@ func (s *jsonScanner) first(end byte) (bool, error) {
 }
 
 // key reads an object key and its colon; the raw key (between the quotes,
-// escapes left as they are) is valid until the scanner's next call.
-func (s *jsonScanner) key() ([]byte, error) {
+// escapes left as they are) is valid until the scanner's next call. lower
+// says that it has no upper-case letter, escape or non-ASCII byte, so that
+// it is its own folded form (as all of Slurm's keys are).
+func (s *jsonScanner) key() (k []byte, lower bool, err error) {
 	c, err := s.peek()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if c != '"' {
-		return nil, fmt.Errorf("json: invalid character %q, want an object key", c)
+		return nil, false, fmt.Errorf("json: invalid character %q, want an object key", c)
 	}
 	// Most keys lie whole in the window, without escapes, their colon
-	// next: no copy. (The colon must be in the window too: reading past
-	// it would refill the window under the key.)
-	b := s.buf[s.pos+1:]
-	if q := bytes.IndexByte(b, '"'); q >= 0 && q+1 < len(b) && b[q+1] == ':' && bytes.IndexByte(b[:q], '\\') < 0 {
-		s.pos += q + 3
-		return b[:q], nil
+	// next: no copy, and one pass over their few bytes (a loop here is
+	// quicker than IndexByte's call for keys this short). The colon must
+	// be in the window too: reading past it would refill the window under
+	// the key.
+	b, i := s.buf, s.pos+1
+	lower = true
+	j := i
+	for ; j+8 <= len(b); j += 8 { // 8 bytes at a time
+		x := binary.LittleEndian.Uint64(b[j:])
+		odd := upperOrHigh(x)
+		if end := zeroBytes(x^(ones*'"')) | zeroBytes(x^(ones*'\\')); end != 0 {
+			n := bits.TrailingZeros64(end) // the top bit of the first
+			lower = lower && odd&(1<<n-1) == 0
+			j += n / 8
+			break
+		}
+		lower = lower && odd == 0
+	}
+	for ; j < len(b); j++ {
+		c := b[j]
+		if c == '"' {
+			if j+1 < len(b) && b[j+1] == ':' {
+				s.pos = j + 2
+				return b[i:j], lower, nil
+			}
+			break
+		}
+		if c == '\\' {
+			break
+		}
+		if c-'A' <= '\\'-'A' || c >= utf8.RuneSelf {
+			lower = false
+		}
 	}
 	s.out = s.out[:0]
 	if err := s.str(true); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	k := s.out[1 : len(s.out)-1]
-	return k, s.expect(':')
+	k = s.out[1 : len(s.out)-1]
+	return k, false, s.expect(':')
 }
 
 // What value expects next, inside the value it reads.
@@ -198,8 +275,8 @@ func (s *jsonScanner) value(keep bool) ([]byte, error) {
 	want := wantValue
 	b, i := s.buf, s.pos
 	for {
-		for i < len(b) && isSpace(b[i]) {
-			i++
+		if i < len(b) && isSpace(b[i]) {
+			i = skipSpace(b, i)
 		}
 		if i == len(b) {
 			s.pos = i

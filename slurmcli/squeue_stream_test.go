@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -164,6 +165,31 @@ func TestSqueueStreamRejectsMalformed(t *testing.T) {
 					t.Errorf("%s: %d jobs, no error", doc, len(jobs))
 				}
 			}
+		}
+	}
+}
+
+// TestSqueueStreamEscapedKeys: a key written with escapes names its field
+// as in a full decode, however long its escapes make it (every letter of
+// array_task_string as \uXXXX is 102 bytes; the scanner once gave up on
+// keys over 64).
+func TestSqueueStreamEscapedKeys(t *testing.T) {
+	esc := func(k string) string {
+		var b strings.Builder
+		for _, r := range k {
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+		return b.String()
+	}
+	for _, k := range []string{"array_task_string", "ARRAY_TASK_STRING", "array_taſk_ſtring", "array_task_string_"} {
+		doc := `{"jobs":[{"job_id":1,"array_job_id":7,"` + esc(k) + `":"1-3","job_state":"PENDING"}]}`
+		agree(t, []byte(doc))
+		jobs, err := ParseSqueueJSON(strings.NewReader(doc))
+		if err != nil || len(jobs) != 1 {
+			t.Fatal(err, jobs)
+		}
+		if want := map[bool]string{true: "1-3"}[!strings.HasSuffix(k, "_")]; jobs[0].ArrayTask != want {
+			t.Errorf("%s: array task %q, want %q", k, jobs[0].ArrayTask, want)
 		}
 	}
 }

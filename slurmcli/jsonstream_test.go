@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package slurmcli
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// TestWordTests checks the tests on 8 bytes at once against the same
+// tests a byte at a time: every byte value at every position, among random
+// neighbours.
+func TestWordTests(t *testing.T) {
+	rng := rand.New(rand.NewPCG(30, 3))
+	for v := range 256 {
+		for p := range 8 {
+			for range 50 {
+				var w [8]byte
+				for i := range w {
+					w[i] = byte(rng.Uint32())
+				}
+				w[p] = byte(v)
+				x := binary.LittleEndian.Uint64(w[:])
+				odd := upperOrHigh(x)
+				for i, c := range w {
+					want := 'A' <= c && c <= '\\' || c >= utf8.RuneSelf
+					if got := odd>>(8*i+7)&1 == 1; got != want {
+						t.Fatalf("upperOrHigh(% x): byte %d (%#x) %v, want %v", w, i, c, got, want)
+					}
+				}
+				first := 8
+				for i, c := range w {
+					if c == 0 {
+						first = i
+						break
+					}
+				}
+				if got := bits.TrailingZeros64(zeroBytes(x)) / 8; got != first {
+					t.Fatalf("zeroBytes(% x): first zero at %d, want %d", w, got, first)
+				}
+			}
+		}
+	}
+}
+
+// TestSkipSpace: the index of the first byte that is not white space, for
+// runs of every length and kind at every offset.
+func TestSkipSpace(t *testing.T) {
+	rng := rand.New(rand.NewPCG(30, 4))
+	const alphabet = "    \n\t\r  x\""
+	for range 20000 {
+		b := make([]byte, rng.IntN(40))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		i := 0
+		if len(b) > 0 {
+			i = rng.IntN(len(b) + 1)
+		}
+		want := i + len(b[i:]) - len(strings.TrimLeft(string(b[i:]), " \t\n\r"))
+		if got := skipSpace(b, i); got != want {
+			t.Fatalf("skipSpace(%q, %d) = %d, want %d", b, i, got, want)
+		}
+	}
+}
+
+// TestSqueueStreamKeyBytes: keys of every length, with the bytes at the
+// edges of what the key scan tells apart (upper case, '[', '\', ']', '`',
+// non-ASCII, quotes) at every offset from a word's start, name the fields a
+// full decode gives them.
+func TestSqueueStreamKeyBytes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(30, 5))
+	odd := []string{"@", "A", "Z", "[", `\\`, `\"`, "]", "`", "a", "z", "_", "\x7f", "é", "ſ", "K", `\u0041`}
+	names := []string{"job_id", "partition", "array_task_string", "qos", "jobs", "x"}
+	for range 3000 {
+		name := []byte(names[rng.IntN(len(names))])
+		var k strings.Builder
+		for i, c := range name {
+			switch {
+			case rng.IntN(8) == 0:
+				k.WriteString(odd[rng.IntN(len(odd))])
+			case rng.IntN(4) == 0 && 'a' <= c && c <= 'z':
+				k.WriteByte(c - 'a' + 'A')
+			default:
+				k.WriteByte(name[i])
+			}
+		}
+		// The key starts at every offset from the window's start.
+		pad := strings.Repeat(" ", rng.IntN(16))
+		// No other key names the field: the key alone decides the job.
+		doc := `{"jobs":[{` + pad + `"array_job_id":3,` + pad + `"` + k.String() + `":"9"}]}`
+		t.Run(doc, func(t *testing.T) { agree(t, []byte(doc)) })
+	}
+}
