@@ -7,9 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/jobscope/jobscope/internal/testutil"
 )
 
 // bigSqueueJSON replicates the real capture's jobs to n records, the size
@@ -55,14 +55,14 @@ func BenchmarkParseSqueueJSON10k(b *testing.B) {
 			data := bigSqueueJSONIndent(b, 10000, v.indent)
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
-			n, cpu0 := 0, cpuTime()
+			n, cpu0 := 0, testutil.CPUTime()
 			for b.Loop() {
 				if _, err := ParseSqueueJSON(bytes.NewReader(data)); err != nil {
 					b.Fatal(err)
 				}
 				n++
 			}
-			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(n), "cpu-ns/op")
+			b.ReportMetric(float64(testutil.CPUTime()-cpu0)/float64(n), "cpu-ns/op")
 		})
 	}
 }
@@ -94,15 +94,4 @@ func BenchmarkParseScontrolRecords(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-}
-
-// cpuTime is the CPU time this process used so far, the garbage
-// collector's included: on a shared machine the wall time per op moves
-// with the others' load, this far less.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
