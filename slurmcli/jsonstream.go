@@ -271,6 +271,59 @@ const (
 // what a poll costs, and a method call per byte (peek, punct) was most of
 // that.
 func (s *jsonScanner) value(keep bool) ([]byte, error) {
+	// Most values are a string, a number of digits or a literal, whole in
+	// the window after at most a space: read in place, without the loop.
+	b, i := s.buf, s.pos
+	if i < len(b) && b[i] == ' ' {
+		i++
+	}
+	if i < len(b) {
+		if n := plainScalar(b[i:]); n > 0 {
+			s.pos = i + n
+			return b[i : i+n], nil
+		}
+		if b[i] == '"' {
+			if q := closingQuote(b, i+1); q >= 0 {
+				s.pos = q + 1
+				return b[i : q+1], nil
+			}
+		}
+	}
+	return s.walk(keep)
+}
+
+// plainScalar is the length of the integer (digits, maybe a minus) or
+// literal that b starts with, if a byte that ends it follows in b; 0 for
+// anything else, which walk reads.
+func plainScalar(b []byte) int {
+	j := 0
+	if len(b) > 0 && b[0] == '-' {
+		j = 1
+	}
+	n := j
+	for n < len(b) && b[n]-'0' <= 9 {
+		n++
+	}
+	switch {
+	case n > j:
+		if b[j] == '0' && n > j+1 { // a leading zero: not JSON
+			return 0
+		}
+	case len(b) > 4 && (string(b[:4]) == "true" || string(b[:4]) == "null"):
+		n = 4
+	case len(b) > 5 && string(b[:5]) == "false":
+		n = 5
+	default:
+		return 0
+	}
+	if n < len(b) && endsScalar(b[n]) {
+		return n
+	}
+	return 0
+}
+
+// walk is value's loop, for any value.
+func (s *jsonScanner) walk(keep bool) ([]byte, error) {
 	s.out, s.stack = s.out[:0], s.stack[:0]
 	want := wantValue
 	b, i := s.buf, s.pos
@@ -382,6 +435,26 @@ func (s *jsonScanner) value(keep bool) ([]byte, error) {
 // whose first byte is at b[i] (-1 if the window ends first): the first
 // quote after an even run of backslashes, each pair an escaped backslash.
 func closingQuote(b []byte, i int) int {
+	// Most strings are short: 8 bytes at a time for a quote or backslash
+	// (IndexByte's call costs more than their length), an escape passed
+	// whole.
+	for end := min(i+64, len(b)); i+8 <= end; {
+		x := binary.LittleEndian.Uint64(b[i:])
+		m := zeroBytes(x^(ones*'"')) | zeroBytes(x^(ones*'\\'))
+		if m == 0 {
+			i += 8
+			continue
+		}
+		i += bits.TrailingZeros64(m) / 8
+		if b[i] == '"' {
+			return i
+		}
+		i += 2
+	}
+	if i > len(b) { // the byte a backslash escapes is past the window
+		return -1
+	}
+	// The rest with IndexByte; b[i-1] is not a backslash that escapes.
 	for {
 		q := bytes.IndexByte(b[i:], '"')
 		if q < 0 {

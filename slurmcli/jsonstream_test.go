@@ -96,3 +96,30 @@ func TestSqueueStreamKeyBytes(t *testing.T) {
 		t.Run(doc, func(t *testing.T) { agree(t, []byte(doc)) })
 	}
 }
+
+// TestClosingQuote: the end of a string, against a walk a byte at a time,
+// on strings of quotes, backslashes and other bytes at every offset and
+// length (past the 8-byte scan's reach too).
+func TestClosingQuote(t *testing.T) {
+	rng := rand.New(rand.NewPCG(30, 6))
+	const alphabet = `aaaaaaa\"`
+	for range 50000 {
+		b := make([]byte, rng.IntN(100))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		i := rng.IntN(len(b) + 1)
+		want := -1
+		for j := i; j < len(b); j++ {
+			if b[j] == '\\' {
+				j++
+			} else if b[j] == '"' {
+				want = j
+				break
+			}
+		}
+		if got := closingQuote(b, i); got != want {
+			t.Fatalf("closingQuote(%q, %d) = %d, want %d", b, i, got, want)
+		}
+	}
+}
