@@ -249,6 +249,23 @@ func (s *jsonScanner) key() (k []byte, lower bool, err error) {
 	return k, false, s.expect(':')
 }
 
+// keyIs reads the next key and its colon if the key is exactly k, which
+// holds no quote or backslash, and says whether it did; if not, it reads
+// nothing but white space.
+func (s *jsonScanner) keyIs(k []byte) bool {
+	b, i := s.buf, s.pos
+	if i < len(b) && isSpace(b[i]) {
+		i = skipSpace(b, i)
+		s.pos = i
+	}
+	n := i + 1 + len(k) // the closing quote
+	if n+1 < len(b) && b[i] == '"' && b[n] == '"' && b[n+1] == ':' && string(b[i+1:n]) == string(k) {
+		s.pos = n + 2
+		return true
+	}
+	return false
+}
+
 // What value expects next, inside the value it reads.
 const (
 	wantValue        = iota // after ':' or an array's ','

@@ -4,8 +4,10 @@ package slurmcli
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -121,5 +123,85 @@ func TestClosingQuote(t *testing.T) {
 		if got := closingQuote(b, i); got != want {
 			t.Fatalf("closingQuote(%q, %d) = %d, want %d", b, i, got, want)
 		}
+	}
+}
+
+// TestSqueueStreamKeyOrders: jobs whose keys come in changing orders,
+// some lacking keys or having more, keys that are prefixes of others, in
+// other cases or escaped, decode as a full decode does: the remembered
+// order of keys only saves work.
+func TestSqueueStreamKeyOrders(t *testing.T) {
+	rng := rand.New(rand.NewPCG(30, 7))
+	pool := []string{"job_id", "job_id_x", "job", "nodes", "node", "nodes_", "partition", "PARTITION", `p\u0061rtition`,
+		"qos", "user_name", "user_id", "account", "cpus", "array_job_id", "array_task_string", "x", "", "job_state"}
+	for round := range 200 {
+		var doc strings.Builder
+		doc.WriteString(`{"jobs":[`)
+		base := rng.Perm(len(pool))
+		for j := range 1 + rng.IntN(30) {
+			if j > 0 {
+				doc.WriteByte(',')
+			}
+			keys := slices.Clone(base)
+			switch rng.IntN(4) { // mostly the same order, sometimes not
+			case 0:
+				keys = rng.Perm(len(pool))
+			case 1:
+				keys = keys[:rng.IntN(len(keys)+1)]
+			case 2:
+				if len(keys) > 2 {
+					k := rng.IntN(len(keys) - 1)
+					keys = append(keys[:k], keys[k+1+rng.IntN(min(3, len(keys)-k-1)):]...)
+				}
+			}
+			doc.WriteByte('{')
+			for n, k := range keys {
+				if n > 0 {
+					doc.WriteByte(',')
+				}
+				fmt.Fprintf(&doc, `"%s":"%d"`, pool[k], rng.IntN(5))
+				if pool[k] == "job_id" || pool[k] == "array_job_id" || pool[k] == "cpus" {
+					doc.WriteString(`,"` + pool[k] + `":` + fmt.Sprint(rng.IntN(9)))
+				}
+			}
+			doc.WriteByte('}')
+		}
+		doc.WriteString(`]}`)
+		t.Run(fmt.Sprint(round), func(t *testing.T) { agree(t, []byte(doc.String())) })
+	}
+}
+
+// TestSqueueStreamManyKeys: output whose every job has new keys (no
+// order to remember) is read all the same, the remembered keys bounded.
+func TestSqueueStreamManyKeys(t *testing.T) {
+	var doc strings.Builder
+	doc.WriteString(`{"jobs":[`)
+	for j := range 2000 {
+		if j > 0 {
+			doc.WriteByte(',')
+		}
+		fmt.Fprintf(&doc, `{"job_id":%d`, j+1)
+		for k := range 10 {
+			fmt.Fprintf(&doc, `,"k%d_%d":%d`, j, k, k)
+		}
+		doc.WriteString(`,"partition":"p"}`)
+	}
+	doc.WriteString(`]}`)
+	agree(t, []byte(doc.String()))
+	s := newJSONScanner(strings.NewReader(doc.String()))
+	d := squeueDecoder{in: interner{}}
+	if _, err := s.peek(); err != nil {
+		t.Fatal(err)
+	}
+	s.pos++
+	if _, _, err := s.key(); err != nil {
+		t.Fatal(err)
+	}
+	jobs, ok, err := d.jobs(s, nil)
+	if err != nil || !ok || len(jobs) != 2000 || jobs[1999].ID != "2000" || jobs[1999].Partition != "p" {
+		t.Fatalf("%v %v %d", err, ok, len(jobs))
+	}
+	if len(d.order) > maxOrderKeys {
+		t.Errorf("%d keys remembered, want at most %d", len(d.order), maxOrderKeys)
 	}
 }

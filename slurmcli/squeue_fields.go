@@ -4,6 +4,7 @@ package slurmcli
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 )
 
@@ -194,4 +195,62 @@ func foldedFieldName(k []byte) squeueField {
 		}
 	}
 	return fieldOther
+}
+
+// keyOrder remembers the keys of the jobs so far, in their order: Slurm
+// prints every job's keys alike, so the next key is most often the one
+// that followed the last key in the jobs before, and one comparison of the
+// window with it reads the key and names its field, without looking for
+// its end or matching it again (keys were a third of a poll's CPU). Some
+// jobs lack keys that others have (22.05 prints job_resources only for a
+// job that has resources): a key not at the place expected is looked for
+// a few places on, and a new key is inserted, so the order becomes that
+// of all the keys seen. It is bounded: maxOrderKeys keys of at most
+// maxOrderKey bytes, each buffer reused once it is full.
+type keyOrder []orderKey
+
+type orderKey struct {
+	key   []byte // raw, its own folded form (key's lower)
+	field squeueField
+}
+
+const (
+	maxOrderKeys = 512
+	maxOrderKey  = 64
+	// orderSkip is how many places on a key is looked for: a job may lack
+	// that many keys in a row and still be read by comparison alone.
+	orderSkip = 8
+)
+
+// field reads the key of a job's member and names its field; *p is the
+// place in o after the job's last key, moved past this one.
+func (o *keyOrder) field(s *jsonScanner, p *int) (squeueField, error) {
+	t := *o
+	for q := *p; q < len(t) && q <= *p+orderSkip; q++ {
+		if s.keyIs(t[q].key) {
+			*p = q + 1
+			return t[q].field, nil
+		}
+	}
+	k, lower, err := s.key()
+	if err != nil {
+		return fieldOther, err
+	}
+	f := fieldName(k, lower)
+	// Only a key of plain bytes is remembered: the window's bytes equal to
+	// it are then that key, no escape or fold to tell.
+	if !lower || len(k) > maxOrderKey {
+		return f, nil
+	}
+	i := min(*p, len(t))
+	switch {
+	case len(t) < maxOrderKeys:
+		t = slices.Insert(t, i, orderKey{})
+		*o = t
+	case i == len(t): // full: only replaced from here on
+		return f, nil
+	}
+	t[i] = orderKey{key: append(t[i].key[:0], k...), field: f}
+	*p = i + 1
+	return f, nil
 }

@@ -120,8 +120,9 @@ func decodeSqueueStream(r io.Reader, hint int) ([]Job, error) {
 
 // squeueDecoder decodes the jobs of one output.
 type squeueDecoder struct {
-	in interner
-	x  squeueJob
+	in    interner
+	x     squeueJob
+	order keyOrder
 }
 
 // jobs reads the "jobs" value into jobs: ok is false for null.
@@ -168,17 +169,17 @@ func (d *squeueDecoder) job(s *jsonScanner) error {
 		return fmt.Errorf("json: a job is not an object (%q)", c)
 	}
 	x := &d.x
+	p := 0 // the place in d.order after the job's last key
 	for ok, err := s.first('}'); ok || err != nil; ok, err = s.more('}') {
 		if err != nil {
 			return err
 		}
-		k, lower, err := s.key()
+		name, err := d.order.field(s, &p)
 		if err != nil {
 			return err
 		}
 		var num *flexNum
 		var str *string
-		name := fieldName(k, lower)
 		switch name {
 		case fieldJobID:
 			num = &x.JobID
