@@ -5,9 +5,11 @@ package slurmcli
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/bits"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -203,5 +205,26 @@ func TestSqueueStreamManyKeys(t *testing.T) {
 	}
 	if len(d.order) > maxOrderKeys {
 		t.Errorf("%d keys remembered, want at most %d", len(d.order), maxOrderKeys)
+	}
+}
+
+// TestSmallInt: the integers read without strconv have ParseFloat's
+// value, sign of zero included; others are left to it.
+func TestSmallInt(t *testing.T) {
+	rng := rand.New(rand.NewPCG(30, 8))
+	cases := []string{"0", "-0", "1", "-1", "00", "01", "-", "", "999999999999999", "-999999999999999",
+		"1000000000000000", "9007199254740993", "1.5", "1e3", "+1", "1x", "null"}
+	for range 2000 {
+		cases = append(cases, strconv.FormatInt(rng.Int64N(1_000_000_000_000_000)-rng.Int64N(1_000_000_000_000_000), 10))
+	}
+	for _, c := range cases {
+		got, ok := smallInt([]byte(c))
+		want, err := strconv.ParseFloat(c, 64)
+		if ok && (err != nil || !isJSONNumber([]byte(c)) || got != want || math.Signbit(got) != math.Signbit(want)) {
+			t.Errorf("smallInt(%q) = %v, ParseFloat %v %v", c, got, want, err)
+		}
+		if !ok && len(strings.TrimLeft(c, "-")) <= 15 && isJSONNumber([]byte(c)) && !strings.ContainsAny(c, ".eE") && c != "-0" {
+			t.Errorf("smallInt(%q) not read", c)
+		}
 	}
 }

@@ -357,6 +357,10 @@ func plainString(b []byte) bool {
 // Slurm 23.02 and later; forms other than the usual ones go through
 // UnmarshalJSON, the full decode's reader.
 func (f *flexNum) decode(raw []byte) error {
+	if v, ok := smallInt(raw); ok {
+		*f = flexNum{V: v, Set: true}
+		return nil
+	}
 	if len(raw) > 0 && raw[0] == '{' {
 		if v, ok := setNumber(raw); ok {
 			*f = v
@@ -364,6 +368,33 @@ func (f *flexNum) decode(raw []byte) error {
 		}
 	}
 	return f.UnmarshalJSON(raw)
+}
+
+// smallInt reads a JSON integer of at most 15 digits, most of Slurm's
+// numbers (ids, times, counts), without strconv: it is exact in a float64,
+// so the value is what ParseFloat gives. ok is false for anything else.
+func smallInt(raw []byte) (float64, bool) {
+	b := raw
+	if len(b) > 0 && b[0] == '-' {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 15 || b[0] == '0' && len(b) > 1 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c-'0' > 9 {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if len(b) < len(raw) {
+		if n == 0 { // -0, which ParseFloat keeps
+			return 0, false
+		}
+		n = -n
+	}
+	return float64(n), true
 }
 
 // setNumber reads {"set":B,"infinite":B,"number":N} with its keys in any
