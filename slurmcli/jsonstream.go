@@ -295,14 +295,16 @@ func (s *jsonScanner) value(keep bool) ([]byte, error) {
 		i++
 	}
 	if i < len(b) {
-		if n := plainScalar(b[i:]); n > 0 {
-			s.pos = i + n
-			return b[i : i+n], nil
-		}
-		if b[i] == '"' {
+		switch c := b[i]; {
+		case c == '"':
 			if q := closingQuote(b, i+1); q >= 0 {
 				s.pos = q + 1
 				return b[i : q+1], nil
+			}
+		case c == '-' || c-'0' <= 9 || c == 't' || c == 'f' || c == 'n':
+			if n := plainScalar(b[i:]); n > 0 {
+				s.pos = i + n
+				return b[i : i+n], nil
 			}
 		}
 	}
