@@ -8,11 +8,20 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/jobscope/jobscope/internal/testutil"
 )
 
 // bigSqueueJSON replicates the real capture's jobs to n records, the size
 // of a busy cluster's queue, to measure what a poll costs the exporter.
 func bigSqueueJSON(b testing.TB, n int) []byte {
+	return bigSqueueJSONIndent(b, n, "")
+}
+
+// bigSqueueJSONIndent is bigSqueueJSON indented by indent a level ("" for
+// compact): Slurm's data_parser prints two spaces a level, so a real
+// queue's output is about half white space.
+func bigSqueueJSONIndent(b testing.TB, n int, indent string) []byte {
 	var in map[string]any
 	if err := json.Unmarshal(readFixture(b, "squeue-running.json"), &in); err != nil {
 		b.Fatal(err)
@@ -29,20 +38,32 @@ func bigSqueueJSON(b testing.TB, n int) []byte {
 	}
 	in["jobs"] = jobs
 	out, err := json.Marshal(in)
+	if indent != "" {
+		out, err = json.MarshalIndent(in, "", indent)
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
 	return out
 }
 
+// BenchmarkParseSqueueJSON10k decodes 10,000 jobs, compact (as
+// test/gen/cluster writes them) and indented (as Slurm prints them).
 func BenchmarkParseSqueueJSON10k(b *testing.B) {
-	data := bigSqueueJSON(b, 10000)
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := ParseSqueueJSON(bytes.NewReader(data)); err != nil {
-			b.Fatal(err)
-		}
+	for _, v := range []struct{ name, indent string }{{"compact", ""}, {"indented", "  "}} {
+		b.Run(v.name, func(b *testing.B) {
+			data := bigSqueueJSONIndent(b, 10000, v.indent)
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			n, cpu0 := 0, testutil.CPUTime()
+			for b.Loop() {
+				if _, err := ParseSqueueJSON(bytes.NewReader(data)); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			b.ReportMetric(float64(testutil.CPUTime()-cpu0)/float64(n), "cpu-ns/op")
+		})
 	}
 }
 

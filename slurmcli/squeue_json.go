@@ -81,12 +81,12 @@ func decodeSqueueStream(r io.Reader, hint int) ([]Job, error) {
 		if err != nil {
 			return nil, err
 		}
-		k, err := s.key()
+		k, lower, err := s.key()
 		if err != nil {
 			return nil, err
 		}
-		switch fieldName(k) {
-		case "jobs":
+		switch fieldName(k, lower) {
+		case fieldJobs:
 			// The last "jobs" counts, as in a full decode.
 			if !sized && hint > 0 {
 				jobs, sized = make([]Job, 0, hint), true
@@ -94,7 +94,7 @@ func decodeSqueueStream(r io.Reader, hint int) ([]Job, error) {
 			if jobs, hasJobs, err = d.jobs(s, jobs[:0]); err != nil {
 				return nil, err
 			}
-		case "errors":
+		case fieldErrors:
 			raw, err := s.value(true)
 			if err != nil {
 				return nil, err
@@ -118,108 +118,11 @@ func decodeSqueueStream(r io.Reader, hint int) ([]Job, error) {
 	return nil, fmt.Errorf("no \"jobs\" list: %w", ErrJSONShape)
 }
 
-// fieldName is an object key as encoding/json matches it to a field:
-// without case. Keys that are not plain ASCII go through encoding/json.
-func fieldName(k []byte) string {
-	var low [64]byte
-	if len(k) > len(low) {
-		return ""
-	}
-	for i, c := range k {
-		switch {
-		case c == '\\' || c >= utf8.RuneSelf:
-			return slowFieldName(k)
-		case 'A' <= c && c <= 'Z':
-			c += 'a' - 'A'
-		}
-		low[i] = c
-	}
-	return known(low[:len(k)])
-}
-
-// known returns the name jobscope reads that k is ("" for any other),
-// without allocating (a string made of k would escape, once per key): a
-// switch on string(k) compares in place.
-func known(k []byte) string {
-	switch string(k) {
-	case "jobs":
-		return "jobs"
-	case "errors":
-		return "errors"
-	case "job_id":
-		return "job_id"
-	case "job_state":
-		return "job_state"
-	case "state_reason":
-		return "state_reason"
-	case "partition":
-		return "partition"
-	case "user_name":
-		return "user_name"
-	case "user_id":
-		return "user_id"
-	case "account":
-		return "account"
-	case "qos":
-		return "qos"
-	case "cpus":
-		return "cpus"
-	case "node_count":
-		return "node_count"
-	case "nodes":
-		return "nodes"
-	case "tres_alloc_str":
-		return "tres_alloc_str"
-	case "tres_req_str":
-		return "tres_req_str"
-	case "tres_per_node":
-		return "tres_per_node"
-	case "memory_per_node":
-		return "memory_per_node"
-	case "memory_per_cpu":
-		return "memory_per_cpu"
-	case "array_job_id":
-		return "array_job_id"
-	case "array_task_id":
-		return "array_task_id"
-	case "array_task_string":
-		return "array_task_string"
-	case "submit_time":
-		return "submit_time"
-	case "start_time":
-		return "start_time"
-	}
-	return ""
-}
-
-// slowFieldName matches escaped and non-ASCII keys with Unicode case
-// folding, as encoding/json does ("job_ſtate" is job_state).
-func slowFieldName(k []byte) string {
-	var name string
-	if json.Unmarshal(append(append([]byte{'"'}, k...), '"'), &name) != nil {
-		return ""
-	}
-	for _, f := range squeueFields {
-		if strings.EqualFold(name, f) {
-			return f
-		}
-	}
-	for _, f := range []string{"jobs", "errors"} {
-		if strings.EqualFold(name, f) {
-			return f
-		}
-	}
-	return ""
-}
-
-var squeueFields = []string{"job_id", "job_state", "state_reason", "partition", "user_name", "user_id", "account",
-	"qos", "cpus", "node_count", "nodes", "tres_alloc_str", "tres_req_str", "tres_per_node", "memory_per_node",
-	"memory_per_cpu", "array_job_id", "array_task_id", "array_task_string", "submit_time", "start_time"}
-
 // squeueDecoder decodes the jobs of one output.
 type squeueDecoder struct {
-	in interner
-	x  squeueJob
+	in    interner
+	x     squeueJob
+	order keyOrder
 }
 
 // jobs reads the "jobs" value into jobs: ok is false for null.
@@ -266,60 +169,60 @@ func (d *squeueDecoder) job(s *jsonScanner) error {
 		return fmt.Errorf("json: a job is not an object (%q)", c)
 	}
 	x := &d.x
+	p := 0 // the place in d.order after the job's last key
 	for ok, err := s.first('}'); ok || err != nil; ok, err = s.more('}') {
 		if err != nil {
 			return err
 		}
-		k, err := s.key()
+		name, err := d.order.field(s, &p)
 		if err != nil {
 			return err
 		}
 		var num *flexNum
 		var str *string
-		name := fieldName(k)
 		switch name {
-		case "job_id":
+		case fieldJobID:
 			num = &x.JobID
-		case "user_id":
+		case fieldUserID:
 			num = &x.UserID
-		case "cpus":
+		case fieldCPUs:
 			num = &x.CPUs
-		case "node_count":
+		case fieldNodeCount:
 			num = &x.NodeCount
-		case "memory_per_node":
+		case fieldMemPerNode:
 			num = &x.MemPerNode
-		case "memory_per_cpu":
+		case fieldMemPerCPU:
 			num = &x.MemPerCPU
-		case "array_job_id":
+		case fieldArrayJobID:
 			num = &x.ArrayJobID
-		case "array_task_id":
+		case fieldArrayTaskID:
 			num = &x.ArrayTaskID
-		case "submit_time":
+		case fieldSubmit:
 			num = &x.Submit
-		case "start_time":
+		case fieldStart:
 			num = &x.Start
-		case "state_reason":
+		case fieldStateReason:
 			str = &x.Reason
-		case "partition":
+		case fieldPartition:
 			str = &x.Partition
-		case "user_name":
+		case fieldUserName:
 			str = &x.UserName
-		case "account":
+		case fieldAccount:
 			str = &x.Account
-		case "qos":
+		case fieldQOS:
 			str = &x.QOS
-		case "nodes":
+		case fieldNodes:
 			str = &x.Nodes
-		case "tres_alloc_str":
+		case fieldTresAlloc:
 			str = &x.TresAlloc
-		case "tres_req_str":
+		case fieldTresReq:
 			str = &x.TresReq
-		case "tres_per_node":
+		case fieldTresPerNode:
 			str = &x.TresPerNode
-		case "array_task_string":
+		case fieldArrayTaskString:
 			str = &x.ArrayTaskString
-		case "job_state":
-		default:
+		case fieldJobState:
+		default: // another key, or "jobs" and "errors" inside a job
 			if _, err := s.value(false); err != nil {
 				return err
 			}
@@ -454,6 +357,10 @@ func plainString(b []byte) bool {
 // Slurm 23.02 and later; forms other than the usual ones go through
 // UnmarshalJSON, the full decode's reader.
 func (f *flexNum) decode(raw []byte) error {
+	if v, ok := smallInt(raw); ok {
+		*f = flexNum{V: v, Set: true}
+		return nil
+	}
 	if len(raw) > 0 && raw[0] == '{' {
 		if v, ok := setNumber(raw); ok {
 			*f = v
@@ -461,6 +368,33 @@ func (f *flexNum) decode(raw []byte) error {
 		}
 	}
 	return f.UnmarshalJSON(raw)
+}
+
+// smallInt reads a JSON integer of at most 15 digits, most of Slurm's
+// numbers (ids, times, counts), without strconv: it is exact in a float64,
+// so the value is what ParseFloat gives. ok is false for anything else.
+func smallInt(raw []byte) (float64, bool) {
+	b := raw
+	if len(b) > 0 && b[0] == '-' {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 15 || b[0] == '0' && len(b) > 1 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c-'0' > 9 {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if len(b) < len(raw) {
+		if n == 0 { // -0, which ParseFloat keeps
+			return 0, false
+		}
+		n = -n
+	}
+	return float64(n), true
 }
 
 // setNumber reads {"set":B,"infinite":B,"number":N} with its keys in any

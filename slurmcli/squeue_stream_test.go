@@ -4,7 +4,9 @@ package slurmcli
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -129,8 +131,66 @@ func TestSqueueStreamOddForms(t *testing.T) {
 		`{"jobs":[{"job_id":1}],"jobs":null}`,
 		`{"errors":[]}`, `null`, `[]`, `{"jobs":{}}`, `{"jobs":[1]}`, `{"jobs":[{"job_id":"x"}]}`,
 		`{"jobs":[{"job_id":true,"cpus":{"set":"yes"}}]}`, `{"jobs":[{"partition":5}]}`, `{"jobs":[{"job_state":["A",]}]}`,
+		// Runs of backslashes before a quote, skipped and kept: an even run
+		// ends the string, an odd one escapes the quote.
+		`{"jobs":[{"job_id":1,"name":"\\","comment":"\"x\\\"}","x":["\\\\",{"\\":"\""}],"partition":"p\\","qos":"\\\""}]}`,
+		`{"jobs":[{"job_id":1,"name":"\\"x"}]}`, `"\\"`, `"a\"`, `{"jobs":[{"job_id":1,"x":[1,2,3` + "\t\r\n" + `]}]}`,
 	} {
 		t.Run(s, func(t *testing.T) { agree(t, []byte(s)) })
+	}
+}
+
+// TestSqueueStreamRejectsMalformed: a value that is not JSON fails the
+// parse whether it is kept or skipped, at the top, in a job or nested, and
+// wherever the reads cut it: skipping checks the grammar (agree cannot
+// tell, as the stream does not check the strings it skips).
+func TestSqueueStreamRejectsMalformed(t *testing.T) {
+	for _, v := range []string{
+		`[1,]`, `[1 2]`, `[}`, `[1]]`, `{"a" 1}`, `{"a":1,}`, `{1:2}`, `{"a":1:2}`, `{"a"}`, `{,}`, `[,1]`,
+		`01`, `-`, `1.`, `1.e5`, `1e`, `.5`, `+1`, `tru`, `nul`, `falsey`, `x`, `"a`, `"\\"x"`, `"a"b`,
+		`[[[[1]]]`, `{"a":{"b":[1,{"c":}]}}`, `[1,2` + strings.Repeat(" ", 100),
+	} {
+		for _, doc := range []string{
+			`{"jobs":[{"job_id":1,"x":` + v + `,"cpus":2}]}`,
+			`{"jobs":[{"job_id":1,"cpus":` + v + `}]}`,
+			`{"meta":` + v + `,"jobs":[]}`,
+			`{"jobs":[],"x":[{"y":` + v + `}]}`,
+		} {
+			if json.Valid([]byte(doc)) {
+				t.Fatalf("%s is valid JSON", doc)
+			}
+			b := []byte(doc)
+			for _, r := range []io.Reader{bytes.NewReader(b), iotest.OneByteReader(bytes.NewReader(b)), &chunkReader{b: b, n: 5}} {
+				if jobs, err := ParseSqueueJSON(r); err == nil {
+					t.Errorf("%s: %d jobs, no error", doc, len(jobs))
+				}
+			}
+		}
+	}
+}
+
+// TestSqueueStreamEscapedKeys: a key written with escapes names its field
+// as in a full decode, however long its escapes make it (every letter of
+// array_task_string as \uXXXX is 102 bytes; the scanner once gave up on
+// keys over 64).
+func TestSqueueStreamEscapedKeys(t *testing.T) {
+	esc := func(k string) string {
+		var b strings.Builder
+		for _, r := range k {
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+		return b.String()
+	}
+	for _, k := range []string{"array_task_string", "ARRAY_TASK_STRING", "array_taſk_ſtring", "array_task_string_"} {
+		doc := `{"jobs":[{"job_id":1,"array_job_id":7,"` + esc(k) + `":"1-3","job_state":"PENDING"}]}`
+		agree(t, []byte(doc))
+		jobs, err := ParseSqueueJSON(strings.NewReader(doc))
+		if err != nil || len(jobs) != 1 {
+			t.Fatal(err, jobs)
+		}
+		if want := map[bool]string{true: "1-3"}[!strings.HasSuffix(k, "_")]; jobs[0].ArrayTask != want {
+			t.Errorf("%s: array task %q, want %q", k, jobs[0].ArrayTask, want)
+		}
 	}
 }
 

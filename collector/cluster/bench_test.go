@@ -46,6 +46,7 @@ func BenchmarkSlurmCluster(b *testing.B) {
 				exp := slurmExporter(b, sh)
 				series := 0
 				b.ReportAllocs()
+				cpu0 := testutil.CPUTime()
 				for b.Loop() {
 					clk.Add(time.Minute)
 					mfs, err := slurmGather(context.Background(), exp).Gather()
@@ -60,6 +61,7 @@ func BenchmarkSlurmCluster(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(series), "series")
+				b.ReportMetric(float64(testutil.CPUTime()-cpu0)/float64(b.N), "cpu-ns/op")
 			})
 		}
 	}
