@@ -102,6 +102,33 @@ func zeroBytes(x uint64) uint64 {
 	return (x - ones) &^ x & tops
 }
 
+// ctlBytes has the top bit set of the first byte of x below 0x20 (a
+// control character, which JSON does not allow raw in a string), and
+// maybe of later ones, as zeroBytes.
+func ctlBytes(x uint64) uint64 {
+	return (x - ones*0x20) &^ x & tops
+}
+
+// hasCtl says whether b holds a control character.
+func hasCtl(b []byte) bool {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		if ctlBytes(binary.LittleEndian.Uint64(b[i:])) != 0 {
+			return true
+		}
+	}
+	for ; i < len(b); i++ {
+		if b[i] < 0x20 {
+			return true
+		}
+	}
+	return false
+}
+
+// errCtlInString is a raw control character in a string: not JSON (a
+// full decode refuses it too).
+var errCtlInString = errors.New("json: invalid control character in string")
+
 // upperOrHigh has the top bit set of each byte of x from 'A' to '\\' (the
 // upper-case letters, '[' and the backslash) or non-ASCII: the bytes that
 // make a key other than its folded form. Exact in each byte: no sum or
@@ -217,7 +244,7 @@ func (s *jsonScanner) key() (k []byte, lower bool, err error) {
 	for ; j+8 <= len(b); j += 8 { // 8 bytes at a time
 		x := binary.LittleEndian.Uint64(b[j:])
 		odd := upperOrHigh(x)
-		if end := zeroBytes(x^(ones*'"')) | zeroBytes(x^(ones*'\\')); end != 0 {
+		if end := zeroBytes(x^(ones*'"')) | zeroBytes(x^(ones*'\\')) | ctlBytes(x); end != 0 {
 			n := bits.TrailingZeros64(end) // the top bit of the first
 			lower = lower && odd&(1<<n-1) == 0
 			j += n / 8
@@ -234,7 +261,7 @@ func (s *jsonScanner) key() (k []byte, lower bool, err error) {
 			}
 			break
 		}
-		if c == '\\' {
+		if c == '\\' || c < 0x20 { // str reads (or refuses) it
 			break
 		}
 		if c-'A' <= '\\'-'A' || c >= utf8.RuneSelf {
@@ -370,6 +397,8 @@ func (s *jsonScanner) walk(keep bool) ([]byte, error) {
 			}
 			q := closingQuote(b, i+1)
 			switch {
+			case q == ctlQuote:
+				return nil, errCtlInString
 			case q < 0: // it goes on past the window
 				s.pos = i
 				if err := s.str(keep); err != nil {
@@ -451,22 +480,26 @@ func (s *jsonScanner) walk(keep bool) ([]byte, error) {
 }
 
 // closingQuote returns the index in b of the quote that ends the string
-// whose first byte is at b[i] (-1 if the window ends first): the first
-// quote after an even run of backslashes, each pair an escaped backslash.
+// whose first byte is at b[i] (-1 if the window ends first, ctlQuote if a
+// control character comes first): the first quote after an even run of
+// backslashes, each pair an escaped backslash.
 func closingQuote(b []byte, i int) int {
 	// Most strings are short: 8 bytes at a time for a quote or backslash
 	// (IndexByte's call costs more than their length), an escape passed
 	// whole.
 	for end := min(i+64, len(b)); i+8 <= end; {
 		x := binary.LittleEndian.Uint64(b[i:])
-		m := zeroBytes(x^(ones*'"')) | zeroBytes(x^(ones*'\\'))
+		m := zeroBytes(x^(ones*'"')) | zeroBytes(x^(ones*'\\')) | ctlBytes(x)
 		if m == 0 {
 			i += 8
 			continue
 		}
 		i += bits.TrailingZeros64(m) / 8
-		if b[i] == '"' {
+		switch {
+		case b[i] == '"':
 			return i
+		case b[i] < 0x20:
+			return ctlQuote
 		}
 		i += 2
 	}
@@ -478,6 +511,9 @@ func closingQuote(b []byte, i int) int {
 		q := bytes.IndexByte(b[i:], '"')
 		if q < 0 {
 			return -1
+		}
+		if hasCtl(b[i : i+q]) {
+			return ctlQuote
 		}
 		q += i
 		n := 0
@@ -491,11 +527,15 @@ func closingQuote(b []byte, i int) int {
 	}
 }
 
+// ctlQuote is closingQuote's answer for a string with a control character.
+const ctlQuote = -2
+
 // str reads a string, its quotes included; only its end is looked for
 // here, with bytes.IndexByte over the window (strings are most of Slurm's
-// output). The callers decode what they keep: escapes, UTF-8 and control
-// characters are checked there (plainString, encoding/json), not in the
-// strings skipped.
+// output), and raw control characters are refused, in every string (a
+// full decode refuses them too). The callers decode what they keep:
+// escapes and UTF-8 are checked there (plainString, encoding/json), not in
+// the strings skipped.
 func (s *jsonScanner) str(keep bool) error {
 	s.pos++ // the opening quote
 	if keep {
@@ -518,6 +558,9 @@ func (s *jsonScanner) str(keep bool) error {
 			seg = b[:q]
 		}
 		if e := bytes.IndexByte(seg, '\\'); e >= 0 {
+			if hasCtl(seg[:e]) {
+				return errCtlInString
+			}
 			// Up to the backslash and the byte it escapes, then look again.
 			n := min(e+2, len(b))
 			esc = n == e+1
@@ -526,6 +569,9 @@ func (s *jsonScanner) str(keep bool) error {
 			}
 			s.pos += n
 			continue
+		}
+		if hasCtl(seg) {
+			return errCtlInString
 		}
 		if q >= 0 {
 			if keep {

@@ -289,3 +289,29 @@ func TestSqueueStreamMutated(t *testing.T) {
 		t.Run(strconv.Itoa(i), func(t *testing.T) { agree(t, b) })
 	}
 }
+
+// A raw control character in any string, a key or a skipped value, long
+// or short, whole in the window or across its end, is not JSON: the stream
+// refuses it as a full decode does. Unchecked, an output whose only fault
+// was one (FuzzSqueueStream: {"\x01":""}) read as one without a jobs list,
+// where a full decode gave a syntax error.
+func TestSqueueStreamControlCharacters(t *testing.T) {
+	long := strings.Repeat("x", 100)
+	for _, doc := range []string{
+		"{\"\x01\":\"\"}",
+		"{\"x\":\"a\x1fb\"}",
+		"{\"x\":\"" + long + "\x01\"}",
+		"{\"x\":\"" + long + "\\n\x01\"}",
+		"{\"jobs\":[{\"job_id\":1,\"comment\":\"a\tb\"}]}",
+		"{\"jobs\":[{\"job_id\":1,\"name\":\"" + long + "\x00\"}]}",
+		"{\"jobs\":[{\"job_id\":1,\"k\x02\":1}]}",
+		"{\"jobs\":[{\"job_id\":1,\"x\":[\"a\",{\"b\":\"c\x7fd\x10\"}]}]}",
+	} {
+		agree(t, []byte(doc))
+		for _, r := range []io.Reader{strings.NewReader(doc), iotest.OneByteReader(strings.NewReader(doc)), &chunkReader{b: []byte(doc), n: 13}} {
+			if _, err := ParseSqueueJSON(r); err == nil || errors.Is(err, ErrJSONShape) {
+				t.Errorf("%q: %v, want a syntax error", doc, err)
+			}
+		}
+	}
+}
