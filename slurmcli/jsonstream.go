@@ -5,6 +5,7 @@ package slurmcli
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -271,6 +272,11 @@ func (s *jsonScanner) key() (k []byte, lower bool, err error) {
 	s.out = s.out[:0]
 	if err := s.str(true); err != nil {
 		return nil, false, err
+	}
+	// A key with an escape (or not whole in the window) is rare: its
+	// escapes are checked here, as a full decode does.
+	if !json.Valid(s.out) {
+		return nil, false, fmt.Errorf("json: invalid object key %q", truncate(s.out))
 	}
 	k = s.out[1 : len(s.out)-1]
 	return k, false, s.expect(':')

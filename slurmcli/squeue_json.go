@@ -104,8 +104,17 @@ func decodeSqueueStream(r io.Reader, hint int) ([]Job, error) {
 				return nil, err
 			}
 		default:
-			if _, err := s.value(false); err != nil {
+			// Slurm's own fields (meta, warnings, ...: small, and no
+			// job's user writes them) are checked whole, escapes
+			// included: an output without a jobs list must fail as a
+			// full decode does, a syntax error and not a missing list,
+			// which the auto format takes for a squeue without JSON.
+			raw, err := s.value(true)
+			if err != nil {
 				return nil, err
+			}
+			if !json.Valid(raw) {
+				return nil, fmt.Errorf("json: invalid value of %q", truncate(k))
 			}
 		}
 	}

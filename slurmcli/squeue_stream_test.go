@@ -294,7 +294,8 @@ func TestSqueueStreamMutated(t *testing.T) {
 // or short, whole in the window or across its end, is not JSON: the stream
 // refuses it as a full decode does. Unchecked, an output whose only fault
 // was one (FuzzSqueueStream: {"\x01":""}) read as one without a jobs list,
-// where a full decode gave a syntax error.
+// where a full decode gave a syntax error. Bad escapes in Slurm's own
+// fields and in keys are refused the same way.
 func TestSqueueStreamControlCharacters(t *testing.T) {
 	long := strings.Repeat("x", 100)
 	for _, doc := range []string{
@@ -306,6 +307,12 @@ func TestSqueueStreamControlCharacters(t *testing.T) {
 		"{\"jobs\":[{\"job_id\":1,\"name\":\"" + long + "\x00\"}]}",
 		"{\"jobs\":[{\"job_id\":1,\"k\x02\":1}]}",
 		"{\"jobs\":[{\"job_id\":1,\"x\":[\"a\",{\"b\":\"c\x7fd\x10\"}]}]}",
+		// Bad escapes outside the jobs list, in a value or a key.
+		`{"x":"\q"}`,
+		`{"x":"\u12"}`,
+		`{"meta":{"a":["\u12zz"]}}`,
+		`{"\q":1}`,
+		`{"jobs":null,"x":"\x"}`,
 	} {
 		agree(t, []byte(doc))
 		for _, r := range []io.Reader{strings.NewReader(doc), iotest.OneByteReader(strings.NewReader(doc)), &chunkReader{b: []byte(doc), n: 13}} {
