@@ -34,6 +34,19 @@ const (
 // Sources lists every source in a fixed order.
 var Sources = []Source{SourceJobs, SourceNodes, SourceShares, SourceDiag, SourceSacct, SourceReservations, SourceLicenses}
 
+// SlowSources are polled every SlowInterval: each costs slurmctld one RPC
+// a run, and what they report changes seldom. Fairshare (sshare) is
+// recomputed by slurmctld's priority plugin once per PriorityCalcPeriod
+// (5 minutes by default), so polling it more often reads the same numbers
+// again. Reservations change when an admin creates or updates one (their
+// start and end are fixed times; the CPUs idle and allocated in them come
+// from the nodes source, polled every Interval). Licenses change when a
+// job that holds one starts or ends, or at a reconfigure. Jobs, nodes
+// (node states and allocations move with every job) and sdiag
+// (slurmctld's own health: threads, agent queue, cycle times) stay at
+// Interval; sacct reads only what ended since its previous query.
+var SlowSources = []Source{SourceShares, SourceReservations, SourceLicenses}
+
 // Format picks JSON or text output where a command has both.
 type Format string
 
@@ -58,6 +71,10 @@ type CacheConfig struct {
 	// Interval is the poll interval: at most one run of each command per
 	// interval.
 	Interval time.Duration
+	// SlowInterval is the poll interval of SlowSources, whose data slurmctld
+	// changes seldom (0 or less than Interval: Interval). A failed run of
+	// one is retried after Interval.
+	SlowInterval time.Duration
 	// MaxAge drops a source's last good value once it is older (0: never).
 	MaxAge time.Duration
 	Format Format
@@ -180,6 +197,15 @@ func (c *Cache) EnableSacct(s *SacctCounter) {
 		s.add(jobs, from, to, now)
 		return s.Counts(), "sacct", nil
 	})
+}
+
+// Interval is how often src's command runs: SlowInterval for a slow
+// source, never more often than Interval.
+func (c *Cache) Interval(src Source) time.Duration {
+	if slices.Contains(SlowSources, src) {
+		return max(c.cfg.SlowInterval, c.cfg.Interval)
+	}
+	return c.cfg.Interval
 }
 
 // Runner returns the command runner (for its counters).
@@ -315,7 +341,7 @@ func newSourceFunc[T any](c *Cache, src Source, fetch func(context.Context) (T, 
 		}
 		failing = err != nil
 		return v, err
-	}, poll.Config{Interval: c.cfg.Interval, Wait: scrapeWait, Now: c.cfg.Now})
+	}, poll.Config{Interval: c.Interval(src), Retry: c.cfg.Interval, Wait: scrapeWait, Now: c.cfg.Now})
 }
 
 // runParse runs a variant's command and parses its output. Records the

@@ -25,7 +25,7 @@ type slurmFairshare struct {
 }
 
 func newSlurmFairshare(c *slurmcli.Cache) *slurmFairshare {
-	const src = " From sshare -a -l, cached per --slurm.poll-interval; user is empty on account rows."
+	const src = " From sshare -a -l, cached per --slurm.slow-poll-interval; user is empty on account rows."
 	labels := []string{"account", "user"}
 	d := func(name, help string) *collector.Desc { return collector.NewDesc(name, help+src, labels...) }
 	return &slurmFairshare{

@@ -23,7 +23,7 @@ type slurmLicenses struct {
 }
 
 func newSlurmLicenses(c *slurmcli.Cache) *slurmLicenses {
-	const src = " From scontrol show licenses, cached per --slurm.poll-interval; remote licenses are named name@server."
+	const src = " From scontrol show licenses, cached per --slurm.slow-poll-interval; remote licenses are named name@server."
 	d := func(name, help string) *collector.Desc { return collector.NewDesc(name, help+src, "license") }
 	return &slurmLicenses{
 		source:   newSource(c),

@@ -30,7 +30,7 @@ type slurmReservations struct {
 }
 
 func newSlurmReservations(c *slurmcli.Cache) *slurmReservations {
-	const src = " From scontrol show reservation, cached per --slurm.poll-interval."
+	const src = " From scontrol show reservation, cached per --slurm.slow-poll-interval."
 	if c != nil {
 		c.Want(slurmcli.SourceNodes) // for the idle and allocated CPUs
 	}

@@ -42,6 +42,9 @@ type Env struct {
 	Layout        discovery.Layout
 	Logger        *slog.Logger
 	Set           *Set
+	// Now is the clock of providers that poll (nil: time.Now); tests drive
+	// the Slurm cache through simulated hours with it.
+	Now func() time.Time
 }
 
 // ProcFSOr returns the procfs root, /proc when none was given.

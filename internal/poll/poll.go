@@ -41,6 +41,11 @@ type Config struct {
 	// Interval: at most one fetch starts per interval (0: a Get starts one
 	// whenever none is running).
 	Interval time.Duration
+	// Retry, when set, replaces Interval after a failed fetch: a source
+	// polled seldom because its data changes seldom (Slurm's fairshare)
+	// should not serve a value that ages for a whole Interval more after
+	// one failure, nor lose it to a maximum age before the next try.
+	Retry time.Duration
 	// Timeout bounds one fetch (0: only Close ends it).
 	Timeout time.Duration
 	// Wait is the share of a Get's deadline it waits for a fetch in flight.
@@ -164,8 +169,12 @@ func (p *Poller[T]) start(due bool) chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.cfg.Now()
+	every := p.cfg.Interval
+	if p.cfg.Retry > 0 && p.res.Err != nil {
+		every = p.cfg.Retry
+	}
 	if p.running == nil && p.ctx.Err() == nil &&
-		(!due || p.started.IsZero() || now.Sub(p.started) >= p.cfg.Interval) {
+		(!due || p.started.IsZero() || now.Sub(p.started) >= every) {
 		p.started = now
 		p.runs++
 		done := make(chan struct{})

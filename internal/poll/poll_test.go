@@ -197,3 +197,38 @@ func (p *Poller[T]) idle() bool {
 	defer p.mu.Unlock()
 	return p.running == nil
 }
+
+// A seldom-polled source retries a failed fetch after Retry, not after a
+// whole Interval, and goes back to Interval once a fetch works.
+func TestRetryAfterFailure(t *testing.T) {
+	clk := testutil.NewClock(time.Unix(1000, 0))
+	calls := 0
+	p := New(func(context.Context) (int, error) {
+		calls++
+		if calls == 2 {
+			return 0, errors.New("boom")
+		}
+		return calls, nil
+	}, Config{Interval: 5 * time.Minute, Retry: 30 * time.Second, Now: clk.Now})
+	defer p.Close()
+	ctx := context.Background()
+	steps := []struct {
+		after time.Duration
+		calls int
+	}{
+		{0, 1},                 // first fetch
+		{30 * time.Second, 1},  // worked: the next is an Interval away
+		{270 * time.Second, 2}, // due: fails
+		{29 * time.Second, 2},  // the retry is not due yet
+		{time.Second, 3},       // Retry after the failure, not Interval
+		{30 * time.Second, 3},  // worked again: back to Interval
+		{270 * time.Second, 4},
+	}
+	for i, s := range steps {
+		clk.Add(s.after)
+		p.Get(ctx)
+		if calls != s.calls {
+			t.Fatalf("step %d (+%s): %d fetches, want %d", i, s.after, calls, s.calls)
+		}
+	}
+}

@@ -36,9 +36,9 @@ type Provider struct {
 	fs *pflag.FlagSet
 
 	// Controller mode.
-	pollInterval, maxAge, timeout time.Duration
-	format, binDir                string
-	paths                         map[string]string
+	pollInterval, slowInterval, maxAge, timeout time.Duration
+	format, binDir                              string
+	paths                                       map[string]string
 
 	// Node mode's background squeue.
 	node             nodeOptions
@@ -70,6 +70,8 @@ func (p *Provider) Flags(fs *pflag.FlagSet) {
 	p.fs = fs
 	flagval.Duration(fs, &p.pollInterval, "slurm.poll-interval", 30*time.Second, 1,
 		"Controller mode: run each Slurm command at most once per this interval, whatever the number of scrapes.")
+	flagval.Duration(fs, &p.slowInterval, "slurm.slow-poll-interval", 5*time.Minute, 1,
+		"Controller mode: run the commands whose data slurmctld changes seldom (sshare, scontrol show reservation and licenses) at most once per this interval, each an RPC to slurmctld; between runs their values are served from the cache with their age. Never more often than --slurm.poll-interval; a failed run is retried after --slurm.poll-interval.")
 	flagval.Duration(fs, &p.maxAge, "slurm.max-age", 10*time.Minute, 0,
 		"Controller mode: while Slurm commands fail, keep serving their last good values (with jobscope_slurm_snapshot_age_seconds) up to this age, then drop them; 0 keeps them forever.")
 	flagval.Duration(fs, &p.timeout, "slurm.command-timeout", 20*time.Second, 1,
@@ -126,6 +128,20 @@ func (p *Provider) Start(env *provide.Env) error {
 	if p.maxAge < 0 {
 		return fmt.Errorf("--slurm.max-age must not be negative, got %s", p.maxAge)
 	}
+	if p.slowInterval <= 0 {
+		return fmt.Errorf("--slurm.slow-poll-interval must be positive, got %s", p.slowInterval)
+	}
+	// A slow source's value is up to a slow interval old between two good
+	// runs: a maximum age below that would drop it every time. A site that
+	// set only a short --slurm.max-age (which worked before this interval
+	// existed) gets half its maximum age; one that set both is told.
+	slow := p.slowInterval
+	if p.maxAge > 0 && slow >= p.maxAge && !p.fs.Changed("slurm.slow-poll-interval") {
+		slow = max(p.maxAge/2, p.pollInterval)
+	}
+	if p.maxAge > 0 && slow >= p.maxAge {
+		return fmt.Errorf("--slurm.slow-poll-interval (%s) must be less than --slurm.max-age (%s): the values of sshare and scontrol show reservation and licenses would be dropped between two runs", slow, p.maxAge)
+	}
 	format, err := slurmcli.ParseFormat(p.format)
 	if err != nil {
 		return fmt.Errorf("--slurm.format: %w", err)
@@ -142,7 +158,7 @@ func (p *Provider) Start(env *provide.Env) error {
 		}
 	}
 	runner := &slurmcli.Runner{BinDir: p.binDir, Paths: p.paths, Timeout: p.timeout, Logger: env.Logger}
-	p.cache = slurmcli.NewCache(slurmcli.CacheConfig{Runner: runner, Interval: p.pollInterval, MaxAge: p.maxAge, Format: format, Logger: env.Logger})
+	p.cache = slurmcli.NewCache(slurmcli.CacheConfig{Runner: runner, Interval: p.pollInterval, SlowInterval: slow, MaxAge: p.maxAge, Format: format, Logger: env.Logger, Now: env.Now})
 	return nil
 }
 

@@ -6,8 +6,12 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/jobscope/jobscope/collector/provide"
+	"github.com/jobscope/jobscope/slurmcli"
 )
 
 // The deprecated scontrol flags still work, each with one log line:
@@ -40,5 +44,50 @@ func TestDeprecatedScontrolFlags(t *testing.T) {
 		if len(tc.args) == 1 && tc.args[0] == "--slurm.scontrol-timeout=3s" && q.Timeout.Seconds() != 3 {
 			t.Errorf("timeout %v", q.Timeout)
 		}
+	}
+}
+
+// The slow sources run every --slurm.slow-poll-interval, never more often
+// than --slurm.poll-interval, and always less than --slurm.max-age apart:
+// a short maximum age set alone (as before the slow interval existed)
+// halves the slow interval, and set against it is refused.
+func TestSlowPollInterval(t *testing.T) {
+	for _, tc := range []struct {
+		args       []string
+		jobs, slow time.Duration
+		err        string
+	}{
+		{nil, 30 * time.Second, 5 * time.Minute, ""},
+		{[]string{"--slurm.slow-poll-interval=1m"}, 30 * time.Second, time.Minute, ""},
+		{[]string{"--slurm.poll-interval=10m", "--slurm.max-age=0"}, 10 * time.Minute, 10 * time.Minute, ""},
+		{[]string{"--slurm.max-age=2m"}, 30 * time.Second, time.Minute, ""},
+		{[]string{"--slurm.max-age=2m", "--slurm.slow-poll-interval=3m"}, 0, 0, "must be less than --slurm.max-age"},
+	} {
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		p := New()
+		p.Flags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		err := p.Start(&provide.Env{})
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%v: err %v, want %q", tc.args, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		c := p.Cache()
+		if got := c.Interval(slurmcli.SourceJobs); got != tc.jobs {
+			t.Errorf("%v: jobs every %s, want %s", tc.args, got, tc.jobs)
+		}
+		for _, src := range slurmcli.SlowSources {
+			if got := c.Interval(src); got != tc.slow {
+				t.Errorf("%v: %s every %s, want %s", tc.args, src, got, tc.slow)
+			}
+		}
+		_ = p.Close()
 	}
 }
