@@ -16,7 +16,9 @@ PORT_TXT=19821
 ctl_text_start() {
 	has_collector slurm_node || return 0
 	curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$PORT_TXT/" && die "port $PORT_TXT on 127.0.0.1 is taken by another program"
-	setsid "$BIN" --mode=controller --slurm.format=text --slurm.poll-interval=1s --collector.slurm_sacct.since=1h \
+	local slow=()
+	has_flag slurm.slow-poll-interval && slow=(--slurm.slow-poll-interval=1s)
+	setsid "$BIN" --mode=controller --slurm.format=text --slurm.poll-interval=1s "${slow[@]}" --collector.slurm_sacct.since=1h \
 		--web.listen-address=127.0.0.1:$PORT_TXT >"$WORK/log/jobscope-ctltext.log" 2>&1 </dev/null &
 	echo $! >"$WORK/run/jobscope-ctltext.pid"
 	need 30 "jobscope controller (text) /metrics" curl -fsS -o /dev/null "http://127.0.0.1:$PORT_TXT/metrics"

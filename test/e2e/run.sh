@@ -387,6 +387,9 @@ start_jobscope() {
 		args=()
 		has_collector slurm_sacct && args+=(--collector.slurm_sacct --collector.slurm_sacct.since=1h)
 		has_flag slurm.poll-interval && args+=(--slurm.poll-interval=1s)
+		# The license pool and the reservation are made at run time:
+		# fairshare, licenses and reservations polled as often as jobs.
+		has_flag slurm.slow-poll-interval && args+=(--slurm.slow-poll-interval=1s)
 		log "jobscope controller: ${args[*]}"
 		setsid "$BIN" --mode=controller --web.listen-address=127.0.0.1:$PORT_CTL "${args[@]}" \
 			>"$WORK/log/jobscope-ctl.log" 2>&1 </dev/null &

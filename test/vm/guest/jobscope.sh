@@ -25,11 +25,12 @@ unit_execstart() {
 }
 
 # install_controller_unit: the README's controller-mode steps. The test's
-# own settings go in a drop-in, as a site's would: a 5 s poll (the shipped
-# 30 s would leave the assertions comparing against old snapshots) and,
-# where slurmdbd runs, the sacct collector.
+# own settings go in a drop-in, as a site's would: a 5 s poll of every
+# command, fairshare, licenses and reservations included (the shipped 30 s
+# and 5 min would leave the assertions comparing against old snapshots)
+# and, where slurmdbd runs, the sacct collector.
 install_controller_unit() {
-	local extra="--slurm.poll-interval=5s"
+	local extra="--slurm.poll-interval=5s --slurm.slow-poll-interval=5s"
 	[ "$DBD" = yes ] && extra+=" --collector.slurm_sacct --collector.slurm_sacct.since=1h"
 	install -m 0644 "$SRC/contrib/systemd/jobscope-controller.service" "$UNIT_DIR/"
 	mkdir -p "$UNIT_DIR/jobscope-controller.service.d"
