@@ -56,17 +56,7 @@ func TestResumeCountsTasksForkedWhileDetached(t *testing.T) {
 	// The burner goes on under the new programs (loading took some of
 	// its CPU time already).
 	waitUsage(t, job.jobDir[""], usageUsec(t, job.jobDir[""])*1000+uint64(100*time.Millisecond))
-	script.start("stop")
-	script.wait()
-	time.Sleep(50 * time.Millisecond)
-	snap, err := o.Read()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := snap.Jobs[key]
-	if c == nil {
-		t.Fatal("no entry for the job")
-	}
+	c := stopAndRead(t, o, script, key)
 	t.Logf("cpu.stat had %v when the programs were attached again", time.Duration(ranDetached))
 	closeToUsage(t, "per-core sum vs cpu.stat", sum(c.CPUNs), usageUsec(t, job.jobDir[""])*1000, 0.01)
 }
@@ -115,17 +105,7 @@ func TestFreshSeedLeavesHistoryOut(t *testing.T) {
 				t.Fatalf("reused pins: %v, want %v", o.Reused(), tc.wantReuse)
 			}
 			waitUsage(t, job.jobDir[""], after+uint64(100*time.Millisecond))
-			burner.start("stop")
-			burner.wait()
-			time.Sleep(50 * time.Millisecond)
-			snap, err := o.Read()
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := snap.Jobs[key]
-			if c == nil {
-				t.Fatal("no entry for the job")
-			}
+			c := stopAndRead(t, o, burner, key)
 			// Seeded somewhere between the two reads of cpu.stat around
 			// Load; each read is truncated to a microsecond.
 			final := usageUsec(t, job.jobDir[""]) * 1000
@@ -168,4 +148,22 @@ func waitUsage(t *testing.T, dir string, ns uint64) uint64 {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// stopAndRead stops h, lets its last switch-out be counted, and returns
+// the job's counters.
+func stopAndRead(t *testing.T, o *Objects, h *helper, key Key) *Counters {
+	t.Helper()
+	h.start("stop")
+	h.wait()
+	time.Sleep(50 * time.Millisecond)
+	snap, err := o.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := snap.Jobs[key]
+	if c == nil {
+		t.Fatal("no entry for the job")
+	}
+	return c
 }

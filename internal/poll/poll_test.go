@@ -18,13 +18,7 @@ import (
 func TestOncePerIntervalLastGood(t *testing.T) {
 	clk := testutil.NewClock(time.Unix(1000, 0))
 	calls := 0
-	p := New(func(context.Context) (int, error) {
-		calls++
-		if calls == 2 {
-			return 0, errors.New("boom")
-		}
-		return calls, nil
-	}, Config{Interval: time.Minute, Timeout: time.Second, Now: clk.Now})
+	p := New(failSecond(&calls), Config{Interval: time.Minute, Timeout: time.Second, Now: clk.Now})
 	defer p.Close()
 	ctx := context.Background()
 	for i := 0; i < 5; i++ {
@@ -203,13 +197,7 @@ func (p *Poller[T]) idle() bool {
 func TestRetryAfterFailure(t *testing.T) {
 	clk := testutil.NewClock(time.Unix(1000, 0))
 	calls := 0
-	p := New(func(context.Context) (int, error) {
-		calls++
-		if calls == 2 {
-			return 0, errors.New("boom")
-		}
-		return calls, nil
-	}, Config{Interval: 5 * time.Minute, Retry: 30 * time.Second, Now: clk.Now})
+	p := New(failSecond(&calls), Config{Interval: 5 * time.Minute, Retry: 30 * time.Second, Now: clk.Now})
 	defer p.Close()
 	ctx := context.Background()
 	steps := []struct {
@@ -230,5 +218,17 @@ func TestRetryAfterFailure(t *testing.T) {
 		if calls != s.calls {
 			t.Fatalf("step %d (+%s): %d fetches, want %d", i, s.after, calls, s.calls)
 		}
+	}
+}
+
+// failSecond is a fetch that counts its calls in *calls, returns the
+// count, and fails the second one.
+func failSecond(calls *int) func(context.Context) (int, error) {
+	return func(context.Context) (int, error) {
+		*calls++
+		if *calls == 2 {
+			return 0, errors.New("boom")
+		}
+		return *calls, nil
 	}
 }
