@@ -174,6 +174,17 @@ func (u *usageReader) cpuset(s provide.Scrape, j *discovery.Job, f *cgroupfs.Fil
 				// cpuset.cpus (the configured set) stands in for an
 				// effective set the kernel lacks or that does not parse.
 				c.cpus, c.ok = f.CPUList(dir, fallback)
+			} else if c.ok && fallback != "" && now.Sub(c.firstAt) < cpusetTTL {
+				// A young v2 job whose own set is still empty has not had
+				// it written yet: its effective set is the parent's
+				// (every core), not its allocation, and once exported it
+				// stays in max_over_time (VM B: a one-core job's report
+				// and summary said 4 cores). Nothing until it is written;
+				// after cpusetTTL an empty own set means the cores are
+				// not constrained, and the effective set is the job's.
+				if own, ok := f.CPUList(dir, fallback); ok && len(own) == 0 {
+					c.cpus, c.ok = nil, false
+				}
 			}
 			c.problems, c.readAt = slices.Clone(f.Problems[before:]), now
 		} else {

@@ -49,3 +49,50 @@ func TestCpusetReadUntilSettled(t *testing.T) {
 	read(85*time.Second, 3)
 	read(95*time.Second, 2)
 }
+
+// TestCpusetNotYetWritten: on cgroup v2 a job's own cpuset.cpus is empty
+// until Slurm writes it, and its effective set is the parent's. A young
+// job has no cpus then (VM B: a one-core job's first scrape said 4, and
+// max_over_time kept it in its report and summary); once written, the
+// effective set counts. A job whose own set stays empty past cpusetTTL is
+// not constrained: its effective set is its cores.
+func TestCpusetNotYetWritten(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, cpus string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(cpus+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := &discovery.Job{ID: "8", Version: 2, Dir: dir}
+	u := newUsageReader()
+	now := time.Unix(1795000000, 0)
+	u.now = func() time.Time { return now }
+	var serial uint64
+	read := func(at time.Duration, want ...int) {
+		t.Helper()
+		serial++
+		now = time.Unix(1795000000, 0).Add(at)
+		s := providetest.NewScrape(serial, j)
+		us := u.read(s, j, nil)
+		if got := us.CPUs; !slices.Equal(got, want) || (us.Has&HasCPUs != 0) != (want != nil) {
+			t.Errorf("at %s: cpus %v (has %v), want %v", at, got, us.Has&HasCPUs != 0, want)
+		}
+	}
+	write("cpuset.cpus.effective", "0-3")
+	write("cpuset.cpus", "")
+	read(0) // not written yet: no cpus
+	write("cpuset.cpus", "1")
+	write("cpuset.cpus.effective", "1")
+	read(2*time.Second, 1)
+
+	// Never constrained: the effective set once the job is settled.
+	dir2 := t.TempDir()
+	dir = dir2
+	j2 := &discovery.Job{ID: "9", Version: 2, Dir: dir2}
+	j = j2
+	write("cpuset.cpus.effective", "0-3")
+	write("cpuset.cpus", "")
+	read(3 * time.Second) // its first scrape
+	read(62 * time.Second)
+	read(64*time.Second, 0, 1, 2, 3)
+}

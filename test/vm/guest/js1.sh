@@ -20,13 +20,16 @@ JS1_BURN_S=20
 js1_submit() {
 	cat >/var/tmp/jobs/js1.sh <<'EOF'
 #!/bin/sh
+cg=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)
+job=${cg%%/step_*}
 perl -e '$x = ""; vec($x, $ENV{JS1_MIB}*1024*1024 - 1, 8) = 1; $t = time + $ENV{JS1_BURN_S}; while (time < $t) {} print "summarized\n"'
+# The job's cgroup after the burn: from here it idles past two scrapes, so
+# the last scrape has at least this.
+echo "burned_usec=$(awk '$1 == "usage_usec" {print $2}' "$job/cpu.stat" 2>/dev/null)"
 sleep 12
 # slurmstepd runs in the job's cgroup (step_*/slurm) and its CPU time is
 # in the job's cpu.stat, not in sacct's TotalCPU: the job's own record of
-# it, just before it ends, for the comparison.
-cg=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)
-job=${cg%%/step_*}
+# it, and of its cgroup, just before it ends, for the comparison.
 echo "stepd_usec=$(cat "$job"/step_*/slurm/cpu.stat 2>/dev/null | awk '$1 == "usage_usec" {s += $2} END {print s + 0}')"
 echo "job_usec=$(awk '$1 == "usage_usec" {print $2}' "$job/cpu.stat" 2>/dev/null)"
 EOF
@@ -76,7 +79,7 @@ js1_writer() {
 }
 
 js1_check() {
-	local real c json tasks stepd truth got f maxrss ver
+	local real c json tasks stepd burned ended got f maxrss ver
 	ver=$(sacctmgr --version)
 	if [[ $ver =~ ^slurm(-wlm)?\ (1[0-9]|2[0-2])\. ]]; then
 		skip "summaries in AdminComment" "$ver lowercases AdminComment (test/e2e checks the refusal)"
@@ -117,20 +120,25 @@ EOF
 	json=$(printf '%s' "${c#JS1:}" | base64 -d 2>/dev/null | gunzip 2>/dev/null | jq -c . 2>/dev/null)
 	printf '%s\n' "$json" >"$M/js1-$J_JS1.json"
 	check_eq "summaries: it decodes (base64 -d | gunzip | jq): user" alice "$(jq -r '.jobscope.user // "none"' <<<"$json")"
-	# TotalCPU (user + system, to the millisecond under an hour) summed
-	# over the job's steps: the allocation line (-X) holds 0 on 26.05.
-	# The summary counts the job's cgroup as last scraped, which holds the
-	# tasks (sacct's TotalCPU) and slurmstepd (step_*/slurm, not in
-	# TotalCPU): it lies between TotalCPU and TotalCPU plus what the job
-	# recorded of slurmstepd's CPU, within 2%. Under TCG slurmstepd costs
-	# 2-3% of this 20 s job; on hardware it is noise.
+	# The summary counts the job's cgroup as last scraped (the tasks and
+	# slurmstepd, step_*/slurm). The job idles past two scrapes after its
+	# burn, so that lies between its cgroup after the burn and at its very
+	# end (within 2%). The last commands of the job, after the last scrape,
+	# are in neither the summary nor the bracket's low end: under TCG and
+	# load they cost 0.3 s (VM B: summary 24.856 s, cgroup 25.167 s at the
+	# end, sacct 25.444 s), which failed a bracket starting at TotalCPU.
+	# TotalCPU (user + system summed over the steps: the allocation line
+	# (-X) holds 0 on 26.05) counts those last commands and not slurmstepd
+	# (2-3% of this 20 s job under TCG): within 5% of it.
 	tasks=$(js1_totalcpu "$J_JS1")
 	stepd=$(sed -n 's/^stepd_usec=\([0-9]*\)$/\1/p' "/var/tmp/out/$J_JS1.out")
 	check_ge "summaries: the job recorded slurmstepd's CPU (usec)" 1 "${stepd:-0}"
-	truth=$(awk -v t="$tasks" -v s="${stepd:-0}" 'BEGIN{printf "%.3f", t + s/1e6}')
+	burned=$(sed -n 's/^burned_usec=\([0-9]*\)$/\1/p' "/var/tmp/out/$J_JS1.out" | awk '{printf "%.6f", $1/1e6}')
+	ended=$(sed -n 's/^job_usec=\([0-9]*\)$/\1/p' "/var/tmp/out/$J_JS1.out" | awk '{printf "%.6f", $1/1e6}')
 	got=$(jq -r '[.nodes[].total_time] | add // "absent"' <<<"$json")
-	check_within "summaries: CPU seconds (nodes' total_time) in [TotalCPU, TotalCPU + slurmstepd]" "$tasks" "$truth" "$got" 0.02
-	log "summaries: TotalCPU $tasks s, slurmstepd $stepd usec, $(grep job_usec "/var/tmp/out/$J_JS1.out"), summary $got s"
+	check_within "summaries: CPU seconds (nodes' total_time) in [job cgroup after the burn, at its end]" "${burned:-absent}" "${ended:-absent}" "$got" 0.02
+	check_close "summaries: CPU seconds ~ sacct TotalCPU (no slurmstepd, the last commands)" "$tasks" "$got" 0.05
+	log "summaries: TotalCPU $tasks s, slurmstepd $stepd usec, job cgroup $burned s after the burn and $ended s at the end, summary $got s"
 	check_eq "summaries: cores == sacct AllocCPUS" "$(sacct -n -X -P -j "$J_JS1" -o AllocCPUS)" \
 		"$(jq -r '[.nodes[].cpus] | add // "absent"' <<<"$json")"
 	# used_memory is the job cgroup's peak, MaxRSS the largest task's RSS
@@ -160,7 +168,7 @@ EOF
 	f=$M/report-js1-$J_JS1.json
 	if jobscope report --format=json "$J_JS1" >"$f" 2>"$f.err"; then
 		check_eq "summaries: report of the forgotten job: start_source" accounting_summary "$(jq -r '.job.start_source' "$f")"
-		check_within "summaries: report's CPU seconds in [TotalCPU, TotalCPU + slurmstepd]" "$tasks" "$truth" \
+		check_within "summaries: report's CPU seconds in [job cgroup after the burn, at its end]" "${burned:-absent}" "${ended:-absent}" \
 			"$(jq -r '.cpu.used_seconds' "$f")" 0.02
 	else
 		row "summaries: report from the summary" "a report" "$(head -c 200 "$f.err")" FAIL
