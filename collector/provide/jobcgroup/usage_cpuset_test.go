@@ -25,20 +25,7 @@ func TestCpusetReadUntilSettled(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	j := &discovery.Job{ID: "7", Version: 2, Dir: dir}
-	u := newUsageReader()
-	now := time.Unix(1795000000, 0)
-	u.now = func() time.Time { return now }
-	var serial uint64
-	read := func(at time.Duration, want ...int) {
-		t.Helper()
-		serial++
-		now = time.Unix(1795000000, 0).Add(at)
-		s := providetest.NewScrape(serial, j)
-		if got := u.read(s, j, nil).CPUs; !slices.Equal(got, want) {
-			t.Errorf("at %s: cpus %v, want %v", at, got, want)
-		}
-	}
+	read := cpusetReader(t, &discovery.Job{ID: "7", Version: 2, Dir: dir})
 	write("0-3") // the parent's, before Slurm sets the job's
 	read(0, 0, 1, 2, 3)
 	write("3")
@@ -63,21 +50,7 @@ func TestCpusetNotYetWritten(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	j := &discovery.Job{ID: "8", Version: 2, Dir: dir}
-	u := newUsageReader()
-	now := time.Unix(1795000000, 0)
-	u.now = func() time.Time { return now }
-	var serial uint64
-	read := func(at time.Duration, want ...int) {
-		t.Helper()
-		serial++
-		now = time.Unix(1795000000, 0).Add(at)
-		s := providetest.NewScrape(serial, j)
-		us := u.read(s, j, nil)
-		if got := us.CPUs; !slices.Equal(got, want) || (us.Has&HasCPUs != 0) != (want != nil) {
-			t.Errorf("at %s: cpus %v (has %v), want %v", at, got, us.Has&HasCPUs != 0, want)
-		}
-	}
+	read := cpusetReader(t, &discovery.Job{ID: "8", Version: 2, Dir: dir})
 	write("cpuset.cpus.effective", "0-3")
 	write("cpuset.cpus", "")
 	read(0) // not written yet: no cpus
@@ -86,13 +59,31 @@ func TestCpusetNotYetWritten(t *testing.T) {
 	read(2*time.Second, 1)
 
 	// Never constrained: the effective set once the job is settled.
-	dir2 := t.TempDir()
-	dir = dir2
-	j2 := &discovery.Job{ID: "9", Version: 2, Dir: dir2}
-	j = j2
+	dir = t.TempDir()
+	read = cpusetReader(t, &discovery.Job{ID: "9", Version: 2, Dir: dir})
 	write("cpuset.cpus.effective", "0-3")
 	write("cpuset.cpus", "")
 	read(3 * time.Second) // its first scrape
 	read(62 * time.Second)
 	read(64*time.Second, 0, 1, 2, 3)
+}
+
+// cpusetReader reads j's cpus through a fresh usage reader at a time after
+// a fixed start, each read a new scrape, and checks them: want nil is no
+// cpus at all (no HasCPUs).
+func cpusetReader(t *testing.T, j *discovery.Job) func(at time.Duration, want ...int) {
+	u := newUsageReader()
+	start := time.Unix(1795000000, 0)
+	now := start
+	u.now = func() time.Time { return now }
+	var serial uint64
+	return func(at time.Duration, want ...int) {
+		t.Helper()
+		serial++
+		now = start.Add(at)
+		us := u.read(providetest.NewScrape(serial, j), j, nil)
+		if got := us.CPUs; !slices.Equal(got, want) || (us.Has&HasCPUs != 0) != (want != nil) {
+			t.Errorf("at %s: cpus %v (has %v), want %v", at, got, us.Has&HasCPUs != 0, want)
+		}
+	}
 }
