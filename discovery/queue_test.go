@@ -84,7 +84,10 @@ func TestQueueHungSlurm(t *testing.T) {
 	waits := []time.Duration{}
 	for i := range 3 {
 		release <- &slurmcli.ExitError{Command: "squeue", Code: 1, Stderr: "slurm_load_jobs error: Unable to contact slurm controller"}
-		waitFor(t, func() bool { return d.Status().Queue.Up == 0 && returned.Load() == int32(i+1) })
+		// The run's end as the queue records it (Runs counts it under the
+		// queue's lock, with its backoff): the fake's own return comes
+		// before that, and reading the backoff then got the previous one.
+		waitFor(t, func() bool { st := d.Status().Queue; return st.Up == 0 && st.Runs == float64(i+1) })
 		b := d.Status().Queue.Backoff
 		waits = append(waits, b)
 		clock.Add(b - time.Second)
