@@ -54,17 +54,20 @@ type Config struct {
 
 // Objects are the loaded, attached programs and their maps.
 type Objects struct {
-	cfg      Config
-	maps     jobscopeMaps
-	progs    map[string]*ebpf.Program
-	links    []link.Link
-	fold     *link.Iter // fold_running, run before each read (nil: not loaded)
-	liveErr  error
-	stats    io.Closer
-	netErr   error
-	reused   bool
-	resume   bool // seed_tasks resumes the pinned task storage (resume_tasks)
-	possible int
+	cfg     Config
+	maps    jobscopeMaps
+	progs   map[string]*ebpf.Program
+	links   []link.Link
+	fold    *link.Iter // fold_running, run before each read (nil: not loaded)
+	liveErr error
+	stats   io.Closer
+	netErr  error
+	reused  bool
+	resume  bool // seed_tasks resumes the pinned task storage (resume_tasks)
+	// handedOver counts the hooks whose pinned link of a previous run this
+	// run took over (links.go).
+	handedOver int
+	possible   int
 }
 
 // Load loads every program the kernel supports, reuses or pins the maps,
@@ -282,12 +285,15 @@ func (o *Objects) attach() error {
 	if o.liveErr != nil {
 		switchProg = jobscopeProgAccountSwitchPlain
 	}
-	for _, name := range []string{jobscopeProgDropJob, switchProg} {
-		l, err := link.AttachTracing(link.TracingOptions{Program: o.progs[name]})
+	attached := map[string]bool{}
+	for _, h := range []struct{ hook, prog string }{{hookCgroupRmdir, jobscopeProgDropJob}, {hookSchedSwitch, switchProg}} {
+		p := o.progs[h.prog]
+		l, err := o.handover(h.hook, p, func() (link.Link, error) { return link.AttachTracing(link.TracingOptions{Program: p}) })
 		if err != nil {
-			return classify("attach "+name, err)
+			return classify("attach "+h.prog, err)
 		}
 		o.links = append(o.links, l)
+		attached[h.hook] = true
 	}
 	if p := o.progs[jobscopeProgFoldRunning]; p != nil {
 		it, err := link.AttachIter(link.IterOptions{Program: p})
@@ -297,31 +303,43 @@ func (o *Objects) attach() error {
 		o.fold = it
 		o.links = append(o.links, it)
 	}
-	if o.netErr == nil {
-		o.attachNetwork()
+	if o.netErr == nil && o.attachNetwork() {
+		for _, h := range []string{hookListen, hookSockCreate, hookSkbIngress, hookSkbEgress} {
+			attached[h] = true
+		}
+	}
+	o.dropUnused(attached)
+	if o.handedOver > 0 {
+		o.cfg.Log.Info("ebpf: took over the programs a previous run left attached; nothing went uncounted while jobscope was down",
+			"path", o.cfg.PinPath, "hooks", o.handedOver)
 	}
 	return nil
 }
 
-// attachNetwork attaches the network programs. A failure leaves the CPU and
-// IO accounting working and is kept as the network error.
-func (o *Objects) attachNetwork() {
+// attachNetwork attaches the network programs and says whether it did. A
+// failure leaves the CPU and IO accounting working and is kept as the
+// network error.
+func (o *Objects) attachNetwork() bool {
 	var netLinks []link.Link
 	attachNet := func() error {
-		l, err := link.AttachTracing(link.TracingOptions{Program: o.progs[jobscopeProgTagListener]})
+		p := o.progs[jobscopeProgTagListener]
+		l, err := o.handover(hookListen, p, func() (link.Link, error) { return link.AttachTracing(link.TracingOptions{Program: p}) })
 		if err != nil {
 			return classify("attach "+jobscopeProgTagListener, err)
 		}
 		netLinks = append(netLinks, l)
 		for _, a := range []struct {
-			prog string
-			typ  ebpf.AttachType
+			hook, prog string
+			typ        ebpf.AttachType
 		}{
-			{jobscopeProgTagSocket, ebpf.AttachCGroupInetSockCreate},
-			{jobscopeProgCountIngress, ebpf.AttachCGroupInetIngress},
-			{jobscopeProgCountEgress, ebpf.AttachCGroupInetEgress},
+			{hookSockCreate, jobscopeProgTagSocket, ebpf.AttachCGroupInetSockCreate},
+			{hookSkbIngress, jobscopeProgCountIngress, ebpf.AttachCGroupInetIngress},
+			{hookSkbEgress, jobscopeProgCountEgress, ebpf.AttachCGroupInetEgress},
 		} {
-			l, err := link.AttachCgroup(link.CgroupOptions{Path: o.cfg.CgroupV2, Attach: a.typ, Program: o.progs[a.prog]})
+			p := o.progs[a.prog]
+			l, err := o.handover(a.hook, p, func() (link.Link, error) {
+				return link.AttachCgroup(link.CgroupOptions{Path: o.cfg.CgroupV2, Attach: a.typ, Program: p})
+			})
 			if err != nil {
 				return classify("attach "+a.prog, err)
 			}
@@ -334,9 +352,10 @@ func (o *Objects) attachNetwork() {
 			l.Close()
 		}
 		o.netErr = err
-		return
+		return false
 	}
 	o.links = append(o.links, netLinks...)
+	return true
 }
 
 func runIter(p *ebpf.Program) error {
@@ -372,8 +391,14 @@ func (o *Objects) Reused() bool { return o.reused }
 // Attached is the number of attached programs.
 func (o *Objects) Attached() int { return len(o.links) }
 
-// Close detaches the programs and closes the maps; pinned maps stay so the
-// next run carries the counters on.
+// HandedOver is the number of hooks whose programs a previous run left
+// attached (pinned links) and this run took over without a gap.
+func (o *Objects) HandedOver() int { return o.handedOver }
+
+// Close releases this process's hold on the programs and maps. With a pin
+// path, the links and maps stay pinned: the programs go on counting while
+// jobscope is down, and the next run takes them over (links.go); Detach
+// stops them. Without one, the programs are detached.
 func (o *Objects) Close() error {
 	var errs []error
 	for _, l := range o.links {

@@ -19,13 +19,14 @@ import (
 // data sections (.rodata, .bss) the constants live in.
 func pinned(name string) bool { return !strings.HasPrefix(name, ".") }
 
-// Unpin removes the pinned maps (tests; an admin uninstalling).
+// Unpin removes the pinned links (detaching their programs) and maps
+// (tests; a build with another map layout; an admin uninstalling).
 func Unpin(pinPath string) error {
 	spec, err := loadJobscope()
 	if err != nil {
 		return err
 	}
-	var errs []error
+	errs := []error{Detach(pinPath)}
 	for name := range spec.Maps {
 		if !pinned(name) {
 			continue

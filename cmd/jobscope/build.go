@@ -7,10 +7,12 @@ import (
 	"errors"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/jobscope/jobscope/collector"
 	"github.com/jobscope/jobscope/collector/provide"
+	"github.com/jobscope/jobscope/collector/provide/ebpfprogs"
 	"github.com/jobscope/jobscope/discovery"
 )
 
@@ -48,6 +50,13 @@ func buildExporter(o *options, set *collector.Set, mode collector.Mode, logger *
 	if err := o.providers.Start(&provide.Env{ProcFS: o.procfs, SysFS: o.sysfs, Layout: env.Layout, Logger: logger}, set.Needs(names)); err != nil {
 		return nil, nil, err
 	}
+	if mode == collector.ModeNode && !slices.Contains(set.Needs(names), ebpfprogs.Name) {
+		for _, p := range o.providers.Providers() {
+			if ep, ok := p.(*ebpfprogs.Provider); ok {
+				ep.DetachUnused(logger)
+			}
+		}
+	}
 	var badFlag error
 	built := set.Build(env, names, func(name string, err error) {
 		if errors.As(err, new(*collector.FlagError)) {
@@ -71,8 +80,8 @@ func buildExporter(o *options, set *collector.Set, mode collector.Mode, logger *
 	return exp, release, nil
 }
 
-// releaseEnv closes the started providers (eBPF programs detached, their
-// maps pinned; the GPU backend closed) and stops the background squeue.
+// releaseEnv closes the started providers (eBPF programs let go of, their
+// links and maps pinned; the GPU backend closed) and stops the background squeue.
 func releaseEnv(env *collector.Env, eo collector.Options, logger *slog.Logger) {
 	if err := env.Providers.Close(); err != nil {
 		logger.Warn("closing providers", "err", err)

@@ -118,6 +118,15 @@ check "deb: apt-get install ./jobscope-static_*.deb replaces jobscope" inroot ap
 check_eq "deb: jobscope-static --version" "$(version_line static "$HOST_ARCH")" "$(inroot jobscope --version 2>&1)"
 check_eq "deb: user and pins kept across the switch" "$uid yes" \
 	"$(inroot id -u jobscope) $(test -e "$FS/sys/fs/bpf/jobscope/job_counters" && echo yes)"
+# The node unit leaves its programs attached across restarts (pinned links
+# under links/); a removal must detach them and keep the maps for a
+# reinstall. A pinned map stands in for a link (bpftool pins no link).
+mkdir -p "$FS/sys/fs/bpf/jobscope/links"
+check "a link pinned in /sys/fs/bpf/jobscope/links" bpftool map create "$FS/sys/fs/bpf/jobscope/links/sched_switch" \
+	type hash key 4 value 4 entries 1 name jobscope_link
+check "deb: apt-get remove jobscope-static" inroot apt-get remove -y jobscope-static
+check_eq "deb: the removal detached the programs and kept the maps" "no yes" \
+	"$(test -e "$FS/sys/fs/bpf/jobscope/links" && echo yes || echo no) $(test -e "$FS/sys/fs/bpf/jobscope/job_counters" && echo yes)"
 check "deb: apt-get purge jobscope jobscope-static" inroot apt-get purge -y jobscope jobscope-static
 check_eq "deb: no jobscope package left" "" "$(inroot dpkg-query -W -f '${Package} ${Status}\n' 'jobscope*' 2>/dev/null)"
 check_eq "deb: user and group removed" "" "$(inroot getent passwd jobscope; inroot getent group jobscope)"

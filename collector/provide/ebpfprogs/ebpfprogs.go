@@ -8,6 +8,7 @@ package ebpfprogs
 
 import (
 	"fmt"
+	"log/slog"
 	"path/filepath"
 
 	"github.com/spf13/pflag"
@@ -55,7 +56,7 @@ func (p *Provider) Name() string { return Name }
 // Flags adds the --bpf.* flags.
 func (p *Provider) Flags(fs *pflag.FlagSet) {
 	o := &p.Opts
-	flagval.String(fs, &o.PinPath, "bpf.pin-path", "/sys/fs/bpf/jobscope", "bpffs directory the ebpf collector pins its maps in, so a restart carries the counters on (\"\" pins nothing); an absolute path, created when missing. bpffs is mounted at /sys/fs/bpf if nothing is mounted there.", flagval.Optional(flagval.Abs))
+	flagval.String(fs, &o.PinPath, "bpf.pin-path", "/sys/fs/bpf/jobscope", "bpffs directory the ebpf collector pins its maps and links in: the programs stay attached while jobscope restarts or is upgraded, and the counters carry on (\"\" pins nothing and detaches at exit); an absolute path, created when missing. bpffs is mounted at /sys/fs/bpf if nothing is mounted there.", flagval.Optional(flagval.Abs))
 	fs.Uint32Var(&o.MaxJobs, "bpf.max-jobs", 1024, "Job cgroups the ebpf counter map holds; more are counted in jobscope_bpf_map_overflows_total.")
 	fs.BoolVar(&o.Stats, "bpf.stats", false, "Turn on the kernel's BPF run-time statistics (kernel.bpf_stats_enabled, ~20 ns per program run) for jobscope_bpf_program_* metrics.")
 	fs.BoolVar(&o.Network, "bpf.network", true, "Count job network traffic (cgroup_skb programs on the cgroup v2 root).")
@@ -99,6 +100,9 @@ func (p *Provider) Start(env *provide.Env) error {
 		if nerr := objs.NetworkErr(); nerr != nil {
 			args = append(args, "network", nerr.Error())
 		}
+		if n := objs.HandedOver(); n > 0 {
+			args = append(args, "handed_over", n)
+		}
 		env.Logger.Info("ebpf collector loaded", args...)
 		if lerr := objs.LiveErr(); lerr != nil {
 			env.Logger.Warn("ebpf: CPU time is counted at switch-out only", "cause", lerr.Error())
@@ -108,7 +112,9 @@ func (p *Provider) Start(env *provide.Env) error {
 	return nil
 }
 
-// Close detaches the programs (pinned maps stay for the next run).
+// Close lets go of the programs. With a pin path their links and maps stay
+// pinned, so the programs count on while jobscope restarts or is upgraded
+// and the next run takes them over; without one they are detached.
 func (p *Provider) Close() error {
 	if p.close == nil {
 		return nil
@@ -130,4 +136,19 @@ func dirKeys(v1 string, hier uint32) func(j *discovery.Job) (bpf.Key, bool) {
 		k, err := bpf.DirKey(h, filepath.Clean(dir))
 		return k, err == nil
 	}
+}
+
+// DetachUnused detaches the programs a previous run left attached under
+// the pin path, for a node run that does not load them (the ebpf collector
+// turned off): with no reader they would only cost every context switch.
+func (p *Provider) DetachUnused(logger *slog.Logger) {
+	hooks := bpf.PinnedLinks(p.Opts.PinPath)
+	if p.Opts.PinPath == "" || len(hooks) == 0 {
+		return
+	}
+	if err := bpf.Detach(p.Opts.PinPath); err != nil {
+		logger.Warn("ebpf collector off: could not detach the programs a previous run left attached", "path", p.Opts.PinPath, "err", err)
+		return
+	}
+	logger.Info("ebpf collector off: detached the programs a previous run left attached", "path", p.Opts.PinPath, "hooks", len(hooks))
 }

@@ -3,9 +3,10 @@
 # jobscope package: dpkg postrm and rpm %postun.
 #   dpkg: remove | purge | upgrade | failed-upgrade | abort-* | disappear
 #   rpm:  <number of jobscope packages left>: 0 erase, 1 or more upgrade
-# A purge (dpkg) or an erase (rpm, which has no purge) removes what jobscope
-# left at run time and nothing else: the pinned BPF maps of the node unit
-# (/sys/fs/bpf/jobscope), the prolog's job files (/run/jobscope), and the
+# A removal detaches the node unit's BPF programs (their pinned links). A
+# purge (dpkg) or an erase (rpm, which has no purge) removes what jobscope
+# left at run time and nothing else: the pinned BPF maps and links of the
+# node unit (/sys/fs/bpf/jobscope), the prolog's job files (/run/jobscope), and the
 # jobscope user and group. dpkg removes /etc/default/jobscope itself; rpm
 # keeps an edited /etc/sysconfig/jobscope as .rpmsave.
 set -e
@@ -14,6 +15,10 @@ case "$1" in
 purge | 0) ;;
 remove)
 	[ ! -d /run/systemd/system ] || systemctl daemon-reload || true
+	# The node unit's programs stay attached across its restarts (pinned
+	# links); a removed jobscope must not leave them counting. The maps
+	# stay until the purge. Kept when the other build took over.
+	[ -e /usr/bin/jobscope ] || rm -rf /sys/fs/bpf/jobscope/links
 	exit 0
 	;;
 *) exit 0 ;;
