@@ -7,7 +7,10 @@
 # (per core from the ebpf collector's pinned maps, and the cgroup's total)
 # must never go down across the restart, must agree with cpu.stat after
 # it, and the maps pinned under the pin path must be the same maps (ids)
-# after it: a new map would restart every per-core counter from 0.
+# after it: a new map would restart every per-core counter from 0. The
+# programs stay attached throughout (pinned links, handed over to the new
+# unit): the jobs' short tasks that start and end while the unit restarts
+# are counted.
 
 PIN_DIR=/sys/fs/bpf/jobscope
 
@@ -56,6 +59,11 @@ upgrade_node() {
 	mkdir -p "$d"
 	before=$(pin_ids)
 	check_eq "$NODE: maps pinned under $PIN_DIR before the upgrade" yes "$([ -n "$before" ] && echo yes || echo "no ($(ls "$PIN_DIR" 2>&1 | paste -sd' ' -))")"
+	# The programs stay attached while the unit restarts (pinned links).
+	check_eq "$NODE: the programs' links pinned before the upgrade" yes \
+		"$([ -e "$PIN_DIR/links/sched_switch" ] && echo yes || echo "no ($(ls "$PIN_DIR/links" 2>&1 | paste -sd' ' -))")"
+	local since
+	since=$(date '+%Y-%m-%d %H:%M:%S')
 	(while :; do n=$((n + 1)); cpu_sample "$(printf '%s/s-%05d.txt' "$d" "$n")"; sleep 1; done) &
 	sampler=$!
 	wait_for 60 "two samples" sh -c "[ \$(ls $d | wc -l) -ge 2 ]"
@@ -66,6 +74,12 @@ upgrade_node() {
 	after=$(pin_ids)
 	log "upgrade: maps before $before, after $after"
 	check_eq "$NODE: pinned maps reused across the upgrade (bpftool map ids)" "$before" "$after"
+	check_eq "$NODE: the new unit took the attached programs over (journal)" yes \
+		"$(journalctl -u jobscope --since "$since" --no-pager 2>/dev/null | grep -q 'took over the programs a previous run left attached' && echo yes || echo no)"
+	# One sched_switch program left: the old link was let go of after the
+	# handover, not left running beside the new one.
+	check_eq "$NODE: one account_switch program after the handover (bpftool)" 1 \
+		"$(bpftool -j prog show 2>/dev/null | jq '[.[] | select(.name == "account_switch")] | length')"
 	old=$(cat "$d"/s-*.txt | grep -c "^version ${OLD_VERSION//./\\.}$")
 	new=$(cat "$d"/s-*.txt | grep -c "^version ${NEW_VERSION//./\\.}$")
 	down=$(cat "$d"/s-*.txt | grep -c '^down$')
