@@ -135,7 +135,7 @@ func tier(r *report.Result) string {
 		cause, _, _ := strings.Cut(r.LoadErr, ":")
 		return "off (" + cause + ")"
 	}
-	s := fmt.Sprintf("%d attached", r.Direct.Attached)
+	s := fmt.Sprintf("%d attached, %d of %d handed over", r.Direct.Attached, r.Direct.HandedOver, r.Direct.Pinned)
 	if r.Direct.LiveErr != "" {
 		s += ", CPU at switch-out only"
 	}

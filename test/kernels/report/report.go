@@ -47,6 +47,8 @@ type Direct struct {
 	Counted map[string]bool
 	// WChar and TxBytes of the IO job against what it wrote and sent.
 	WChar, Written, TxBytes, Sent uint64
+	// Pinned links at the restart, and how many the second load took over.
+	Pinned, HandedOver int
 }
 
 // Product is the jobscope binary started on that kernel and scraped.

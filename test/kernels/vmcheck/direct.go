@@ -53,14 +53,26 @@ func probe(r *report.Result) {
 // direct loads the programs as jobscope does and checks what they count:
 // a thread that stays on its core, read three times while it runs, in a job
 // directory named by a SLUID; job_<id>; a look-alike name that must not
-// count; and a job's syscall IO and network bytes.
+// count; and a job's syscall IO and network bytes. Between the first and
+// the others the programs' holder exits and a second one loads on the same
+// pins, as a restart does: the short burners run while nothing holds the
+// programs (pinned links keep them attached), and the second load must
+// take every hook over.
 func direct(r *report.Result, v2 string) {
-	o, err := bpf.Load(bpf.Config{MaxJobs: 64, V2JobLevel: 3, CgroupV2: v2})
+	pin := "/sys/fs/bpf/jobscope_matrix_direct_" + jobID()
+	cfg := bpf.Config{PinPath: pin, MaxJobs: 64, V2JobLevel: 3, CgroupV2: v2}
+	o, err := bpf.Load(cfg)
 	if err != nil {
 		r.LoadErr = err.Error()
 		return
 	}
-	defer o.Close()
+	defer func() {
+		if o != nil {
+			o.Close()
+		}
+		_ = bpf.Unpin(pin)
+		os.Remove(pin)
+	}()
 	d := &report.Direct{Attached: o.Attached(), LiveErr: errString(o.LiveErr()), NetErr: errString(o.NetworkErr()), Counted: map[string]bool{}}
 	r.Direct = d
 	fail := func(f string, a ...any) { r.Failures = append(r.Failures, fmt.Sprintf(f, a...)) }
@@ -101,12 +113,24 @@ func direct(r *report.Result, v2 string) {
 	}
 	_ = burn.Wait() // ends by its own timer
 
-	// 2. Short burners in job_<id> and the look-alike.
+	// 2. A restart: the holder lets go, short burners in job_<id> and the
+	// look-alike start and end, a new holder takes the programs over.
+	pinned := len(bpf.PinnedLinks(pin))
+	o.Close()
+	o = nil
 	for _, n := range names[1:] {
 		b, err := startIn(dirs[n], "burn", nil, "JSX_FOR=300ms", fmt.Sprintf("JSX_CPU=%d", burnCPU))
 		if err == nil {
 			_ = b.Wait()
 		}
+	}
+	if o, err = bpf.Load(cfg); err != nil {
+		fail("load after the restart: %v", err)
+		return
+	}
+	d.Pinned, d.HandedOver = pinned, o.HandedOver()
+	if pinned == 0 || d.HandedOver != pinned {
+		fail("restart: %d of %d pinned links handed over", d.HandedOver, pinned)
 	}
 
 	// 3. IO and network of job_<id>.
