@@ -4,6 +4,7 @@ package cluster
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -106,5 +107,54 @@ func TestControllerRPCBudget(t *testing.T) {
 	}
 	if rpcs != rpcBudgetPerHour {
 		t.Errorf("%d slurmctld RPCs in an hour, want %d", rpcs, rpcBudgetPerHour)
+	}
+}
+
+// TestSiteRPCTableMatchesBudget holds the table the site's real-slurmctld
+// check asserts with (test/site/guest/rpcbudget.sh, RPCB_TABLE: command,
+// source, interval, message types) to rpcBudget: the same commands, the
+// same RPCs a run, the slow ones those run at the slow interval. A change
+// to one table without the other fails here, not an hour into CI.
+func TestSiteRPCTableMatchesBudget(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "test", "site", "guest", "rpcbudget.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "\nRPCB_TABLE='")
+	table, _, ok2 := strings.Cut(rest, "'")
+	if !ok || !ok2 {
+		t.Fatal("no RPCB_TABLE='...' in rpcbudget.sh")
+	}
+	// scontrol's rows are named by what it shows, as in rpcBudget.
+	shows := map[string]string{"reservations": "reservation", "licenses": "licenses"}
+	site := map[string][2]int{} // command: RPCs a run, runs an hour at the defaults
+	for line := range strings.Lines(table) {
+		f := strings.Fields(line)
+		if len(f) != 4 {
+			t.Fatalf("RPCB_TABLE line %q: want command, source, interval, types", line)
+		}
+		cmd := f[0]
+		if cmd == "scontrol" {
+			cmd += " " + shows[f[1]]
+		}
+		rpcs := 0
+		if f[3] != "-" {
+			rpcs = len(strings.Split(f[3], ","))
+		}
+		runs := map[string]int{"fast": 120, "slow": 12}[f[2]]
+		site[cmd] = [2]int{rpcs, runs}
+	}
+	for _, b := range rpcBudget {
+		got, ok := site[b.command]
+		switch {
+		case !ok:
+			t.Errorf("%s: in rpcBudget, not in rpcbudget.sh", b.command)
+		case got != [2]int{b.rpcPerRun, b.runs}:
+			t.Errorf("%s: rpcbudget.sh has %d RPCs a run at %d runs an hour, rpcBudget %d at %d", b.command, got[0], got[1], b.rpcPerRun, b.runs)
+		}
+		delete(site, b.command)
+	}
+	for cmd := range site {
+		t.Errorf("%s: in rpcbudget.sh, not in rpcBudget", cmd)
 	}
 }

@@ -8,6 +8,7 @@
 # tells c1 and c2 when to check their own (phase flags, common.sh).
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
+. "$HERE/rpcbudget.sh"
 
 start_dbd() {
 	systemctl start mariadb || die "mariadb did not start"
@@ -312,5 +313,12 @@ wait_for 120 "jobs gone" sh -c '[ -z "$(squeue -h -t R,CG -o %i)" ]'
 phase_set end
 wait_for 300 "c1 done" phase_is c1-end
 wait_for 300 "c2 done" phase_is c2-end
-sleep 10 # their tables on disk before slurmctld goes
+# The quietest moment of the run: no job left, the nodes done with their
+# checks (their squeue loops stopped), nothing of this script running
+# Slurm commands but the heartbeat's squeue (root). What the controller
+# unit asks slurmctld over a few poll intervals, by sdiag (rpcbudget.sh:
+# 60 to 90 s at the unit's 30 s interval). The node units run as a
+# jobscope user too, but run squeue only for jobs they lack metadata of.
+rpcbudget_check "$(systemctl show -p MainPID --value jobscope-controller)" "$CTL_PORT"
+sleep 10 # the nodes' tables on disk before slurmctld goes
 finish

@@ -3,9 +3,15 @@
 # Inside VM C (Slurm 26.05): the load jobscope's controller mode and
 # slurmctld's own metrics endpoint put on slurmctld (issue 13), measured with
 # sdiag's RPC statistics per user and per message type, and with slurmctld's
-# CPU time from its cgroup. A measurement, not an assertion run:
+# CPU time from its cgroup. A measurement, not an assertion run, made by
+# hand:
 #
 #   JOBSCOPE_VM_ENTRY=rpcload.sh test/vm/run.sh C
+#
+# Its short form runs in CI and asserts: test/site/guest/rpcbudget.sh, at
+# the end of the site's ctl VM (make site-e2e), counts the controller
+# unit's RPCs by sdiag over a few poll intervals against the documented
+# per-run table (docs/controller.md).
 #
 # (RPC_POLLS=2 in the host's environment makes a short trial run; run.sh
 # passes RPC_POLLS and RPC_INTERVAL into the guest.) Three phases of
