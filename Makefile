@@ -159,9 +159,12 @@ vm-e2e: build ## jobscope as a systemd service in Debian 12, 13 and forky VMs (r
 # forky VMs on a qemu-only network segment, everything of jobscope from the
 # amd64 .deb; an MPI job across c1 and c2 among jobs of two users. Logs and
 # tables stay in /tmp/jobscope-site.
+# SITE_PACKAGE=no uses dist/ as make package left it (.ci/run, right after
+# make package).
+SITE_PACKAGE ?= yes
 site-e2e: ## three-VM Slurm site installed from the .deb: MPI across nodes, Prometheus, report (root; qemu)
 	[ "$$(id -u)" = 0 ]
-	$(MAKE) package PKG_ARCHES=amd64
+	[ "$(SITE_PACKAGE)" = no ] || $(MAKE) package PKG_ARCHES=amd64
 	bash test/site/run.sh
 
 # In-process scrape benchmarks (cgroup and process collectors), then the real
