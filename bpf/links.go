@@ -138,7 +138,9 @@ func (o *Objects) handover(hook string, prog *ebpf.Program, attach func() (link.
 		return nil, fmt.Errorf("pinning the link of %s: %w", hook, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		l.Unpin()
+		// The rename's error is the one to report; the temporary pin goes
+		// with the link.
+		_ = l.Unpin()
 		l.Close()
 		if old != nil {
 			old.Close()
