@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -19,15 +20,31 @@ import (
 
 // pinnedInodes maps each file under the bpffs pin directory to its inode:
 // maps reused across a restart keep theirs, re-created ones get new ones.
+// pinnedInodes: the pinned maps' inodes, by path. The programs' links under
+// links/ are left out: a restart re-pins each tracing link (a new link
+// attached, then renamed over the old pin), so theirs change by design.
 func pinnedInodes(dir string) map[string]uint64 {
 	out := map[string]uint64{}
 	_ = filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.IsDir() && fi.Name() == "links" {
+			return filepath.SkipDir
+		}
 		if err == nil && !fi.IsDir() {
 			out[p] = fi.Sys().(*syscall.Stat_t).Ino
 		}
 		return nil
 	})
 	return out
+}
+
+// pinnedLinks: the names of the links pinned under dir/links.
+func pinnedLinks(dir string) []string {
+	entries, _ := os.ReadDir(filepath.Join(dir, "links"))
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }
 
 // SIGTERM while a scrape waits for a slow BMC (an IPMI command that sleeps)
@@ -91,14 +108,22 @@ func TestSIGTERMDuringSlowScrape(t *testing.T) {
 	if len(before) == 0 {
 		t.Fatalf("no pinned map under %s after SIGTERM", pin)
 	}
+	// The programs stay attached while no jobscope runs (pinned links).
+	linksBefore := pinnedLinks(pin)
+	if len(linksBefore) < 2 {
+		t.Errorf("pinned links after SIGTERM: %v, want the programs kept attached", linksBefore)
+	}
 	again := start(t, nil, args[:len(args)-4]...)
 	again.mustScrape(5 * time.Second)
 	after := pinnedInodes(pin)
-	report(t, "pinned maps: %d kept after SIGTERM, reused by the restart", len(before))
+	report(t, "pinned maps: %d kept after SIGTERM, reused by the restart; links %v handed over", len(before), linksBefore)
 	for p, ino := range before {
 		if after[p] != ino {
 			t.Errorf("%s re-created by the restart", p)
 		}
+	}
+	if got := pinnedLinks(pin); !slices.Equal(got, linksBefore) {
+		t.Errorf("pinned links after the restart: %v, before: %v", got, linksBefore)
 	}
 }
 

@@ -76,6 +76,10 @@ check_restart() {
 	check_eq "restart: pinned job_counters map reused (map id)" "$id_pre" "$id_post"
 	check_eq "restart: jobscope logged reused_pins=true" 1 \
 		"$(journalctl -u jobscope -b --no-pager -o cat | grep 'ebpf collector loaded' | tail -1 | grep -c 'reused_pins=true')"
+	# The programs stayed attached through the restart (pinned links) and
+	# the new unit took every pinned hook over.
+	check_eq "restart: the new unit took over every pinned link (handed_over in its log)" "handed_over=$(ls "$BPF_PIN/links" | wc -l)" \
+		"$(journalctl -u jobscope -b --no-pager -o cat | grep 'ebpf collector loaded' | tail -1 | grep -o 'handed_over=[0-9]*' || echo none)"
 	drops=$(join -j1 <(counters "$pre" | awk '{print $1, $2}') <(counters "$post" | awk '{print $1, $2}') |
 		awk '$3 < $2 {n++; if (n<=3) printf "%s %s->%s; ", $1, $2, $3} END{print n+0}')
 	check_eq "restart: no eBPF job counter went down" 0 "${drops##*; }"
@@ -88,21 +92,32 @@ jobscope_prog_names() {
 		'($n | split(" ")) as $names | [.[] | select(.name as $x | $names | index($x)) | .name] | join(" ")'
 }
 
-# check_stop: a stop detaches every program; the pinned maps stay for the
-# next start. The kernel frees a program after its last reference goes
-# through RCU and a workqueue, so under TCG bpftool can still list one for
-# a moment after the process is gone (CI saw 3 right after stop): poll a
-# bounded time, and fail only on a program that stays.
+# check_stop: a stop leaves the hooked programs attached (their links are
+# pinned, so nothing a job does while jobscope is down goes uncounted) and
+# frees the rest; removing the pinned links, as the package's removal does,
+# detaches them; the pinned maps stay for the next start. The kernel frees a
+# program after its last reference goes through RCU and a workqueue, so under
+# TCG bpftool can still list one for a moment after the process is gone (CI
+# saw 3 right after stop): poll a bounded time, and fail only on a count
+# that stays.
 check_stop() {
-	local left i
+	local left i links
+	links=$(ls "$BPF_PIN/links" 2>/dev/null | wc -l)
 	systemctl stop jobscope
+	for i in $(seq 1 60); do
+		left=$(jobscope_progs)
+		[ "$left" = "$links" ] && break
+		sleep 0.5
+	done
+	check_ge "stop: pinned links under $BPF_PIN/links" 2 "$links"
+	check_eq "stop: jobscope's programs left attached, one per pinned link (within 30 s of stop)" "$links" "$left"
+	rm -r "$BPF_PIN/links"
 	for i in $(seq 1 60); do
 		left=$(jobscope_progs)
 		[ "$left" = 0 ] && break
 		sleep 0.5
 	done
-	[ "$left" = 0 ] || log "programs still loaded 30 s after stop: $(jobscope_prog_names)"
-	[ "$i" -gt 1 ] && log "programs gone after ${i} polls of 0.5 s"
-	check_eq "stop: jobscope's programs left in bpftool prog (within 30 s of stop)" 0 "$left"
+	[ "$left" = 0 ] || log "programs still loaded 30 s after the links went: $(jobscope_prog_names)"
+	check_eq "detach (rm -r the pinned links): jobscope's programs left in bpftool prog (within 30 s)" 0 "$left"
 	check_eq "stop: pinned maps kept for the next start" yes "$([ -e "$BPF_PIN/job_counters" ] && echo yes || echo no)"
 }
