@@ -30,10 +30,12 @@ RESTD_NODES='slurm_cluster_(nodes|cpus|cpus_configured|node_state_cpus|memory_re
 # as_restd CMD...: CMD as RESTD_USER (setpriv execs it: the pid is CMD's).
 as_restd() { setpriv --reuid="$RESTD_USER" --regid="$RESTD_USER" --init-groups "$@"; }
 
-# restd_get PATH: slurmrestd's answer to GET PATH, asked as RESTD_USER.
-restd_get() { as_restd curl -sS --max-time 20 --unix-socket "$RESTD_SOCK" "http://slurmrestd$1"; }
+# restd_get PATH [CURL-OPTION...]: slurmrestd's answer to GET PATH, asked
+# as RESTD_USER.
+restd_get() { as_restd curl -sS --max-time 20 --unix-socket "$RESTD_SOCK" "${@:2}" "http://slurmrestd$1"; }
 
-restd_up() { restd_get /slurm/v0.0.38/ping | grep -q pinged; }
+# restd_up: slurmrestd answers 22.05's ping (HTTP 200).
+restd_up() { restd_get /slurm/v0.0.38/ping -f -o /dev/null; }
 
 has_restd() { has_flag slurm.source && command -v slurmrestd >/dev/null; }
 
