@@ -76,12 +76,15 @@ restd_compare() {
 		skip "slurmrestd source" "no --slurm.source in this build, or no slurmrestd"
 		return 0
 	fi
-	local C=$1 R=$WORK/metrics/ctl-restd.txt i q n dq dn
+	local C=$1 R=$WORK/metrics/ctl-restd.txt i p q n dq dn
 	for i in 1 2 3 4 5; do
 		sleep 1.2
+		# Wait for these two scrapes only: a bare wait would wait for
+		# every daemon this shell started too.
 		scrape "$PORT_CTL" "$C" &
+		p=$!
 		scrape "$PORT_RESTD" "$R" &
-		wait
+		wait "$p" $!
 		dq=$(diff <(restd_families "$C" "$RESTD_QUEUE") <(restd_families "$R" "$RESTD_QUEUE") | grep '^[<>]')
 		dn=$(diff <(restd_families "$C" "$RESTD_NODES") <(restd_families "$R" "$RESTD_NODES") | grep '^[<>]')
 		[ -z "$dq$dn" ] && break
@@ -113,6 +116,14 @@ restd_compare() {
 	return 0
 }
 
+# restd_body FILE PATH: GET PATH as RESTD_USER, the body into FILE (opened
+# by this shell: RESTD_USER may not write there, nor reopen a pipe of
+# root's as /dev/stdout), the HTTP status printed.
+restd_body() {
+	# shellcheck disable=SC2069 # the status (stderr) to the caller, the body to FILE
+	as_restd curl -sS --max-time 20 --unix-socket "$RESTD_SOCK" -w '%{stderr}%{http_code}' "http://slurmrestd$2" 2>&1 >"$1"
+}
+
 # restd_capture DIR: slurmrestd's answers (every data_parser version it
 # serves: /jobs, /nodes, /diag, then /jobs?update_time=<the full answer's
 # last_update, or now when it prints none>) with squeue --json and sinfo
@@ -127,10 +138,7 @@ restd_capture() {
 	for v in v0.0.36 v0.0.37 v0.0.38; do
 		for p in jobs nodes diag; do
 			f=restd-$p-$v-e2e.json
-			code=$(as_restd curl -sS --max-time 20 --unix-socket "$RESTD_SOCK" -o /dev/stdout -w '\n%{http_code}' \
-				"http://slurmrestd/slurm/$v/$p" 2>/dev/null | tee "$d/$f.tmp" | tail -1)
-			head -n -1 "$d/$f.tmp" >"$d/$f"
-			rm -f "$d/$f.tmp"
+			code=$(restd_body "$d/$f" "/slurm/$v/$p")
 			printf '%s\t%s\t%s\n' "$f" "$code" "/slurm/$v/$p" >>"$st"
 			[ "$code" = 200 ] || rm -f "$d/$f"
 		done
@@ -138,10 +146,7 @@ restd_capture() {
 		since=$(jq -r '.last_update // empty | if type == "object" then .number else . end' "$d/restd-jobs-$v-e2e.json" 2>/dev/null)
 		[ -n "$since" ] || since=$(date +%s)
 		f=restd-jobs-since-$v-e2e.json
-		code=$(as_restd curl -sS --max-time 20 --unix-socket "$RESTD_SOCK" -o /dev/stdout -w '\n%{http_code}' \
-			"http://slurmrestd/slurm/$v/jobs?update_time=$since" 2>/dev/null | tee "$d/$f.tmp" | tail -1)
-		head -n -1 "$d/$f.tmp" >"$d/$f"
-		rm -f "$d/$f.tmp"
+		code=$(restd_body "$d/$f" "/slurm/$v/jobs?update_time=$since")
 		printf '%s\t%s\t%s\n' "$f" "$code" "/slurm/$v/jobs?update_time=$since" >>"$st"
 		[ -s "$d/$f" ] || rm -f "$d/$f"
 	done

@@ -60,7 +60,10 @@ restd_start() {
 # restd_code FILE PATH: GET PATH as RESTD_USER, the body to FILE, the HTTP
 # status printed.
 restd_code() {
-	as_restd curl -sS --max-time 60 --unix-socket "$RESTD_SOCK" -o "$1" -w '%{http_code}' "http://slurmrestd$2" 2>/dev/null
+	# The body goes through stdout into a file this shell opens: RESTD_USER
+	# may not write into $OUT.
+	# shellcheck disable=SC2069 # the status (stderr) to the caller, the body to FILE
+	as_restd curl -sS --max-time 60 --unix-socket "$RESTD_SOCK" -w '%{stderr}%{http_code}' "http://slurmrestd$2" 2>&1 >"$1"
 }
 # rcap FILE PATH: restd_code into $OUT/FILE, logged in restd-status.tsv.
 rcap() {
