@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -178,7 +179,7 @@ func (r *Restd) Version(ctx context.Context) (string, error) {
 	}
 	var tried []string
 	for _, v := range r.cfg.Versions {
-		err := r.get(ctx, RestdPing, "/slurm/"+v+"/ping", nil, func(io.Reader) error { return nil })
+		err := r.probe(ctx, v)
 		var he *HTTPError
 		switch {
 		case err == nil:
@@ -193,7 +194,17 @@ func (r *Restd) Version(ctx context.Context) (string, error) {
 			return "", err // no connection, timeout: no version is better
 		}
 	}
+	// The probe as a whole failed: one error, whatever each version said.
+	r.stats.record(RestdPing, 0, CauseExit)
 	return "", fmt.Errorf("slurmrestd at %s answers none of the data_parser versions jobscope reads (%s)", r.cfg.URL, strings.Join(tried, ", "))
+}
+
+// probe asks one version's ping. A 404 is the expected answer for a
+// version this slurmrestd does not serve (22.05 answers three of the
+// seven so): it is counted as a request, not as an error, so the error
+// counter means "slurmrestd failed us" and alerts on it stay quiet.
+func (r *Restd) probe(ctx context.Context, v string) error {
+	return r.get(ctx, RestdPing, "/slurm/"+v+"/ping", nil, func(io.Reader) error { return nil }, http.StatusNotFound)
 }
 
 // forget drops the probed version after a 404 (slurmrestd upgraded and
@@ -209,8 +220,9 @@ func (r *Restd) forget(v string) {
 // get asks path, counted as name, and hands a 200's body to consume as it
 // comes (bounded by MaxBody); other statuses are an *HTTPError, 304 is
 // errNotModified. consume's own error comes back as it is, counted as a
-// parse error.
-func (r *Restd) get(ctx context.Context, name, path string, query url.Values, consume func(io.Reader) error) (err error) {
+// parse error. Statuses in expected still come back as an *HTTPError but
+// are not counted as errors.
+func (r *Restd) get(ctx context.Context, name, path string, query url.Values, consume func(io.Reader) error, expected ...int) (err error) {
 	start := time.Now()
 	cause := ""
 	defer func() { r.stats.record(name, time.Since(start), cause) }()
@@ -244,7 +256,9 @@ func (r *Restd) get(ctx context.Context, name, path string, query url.Values, co
 	case resp.StatusCode == http.StatusNotModified:
 		return errNotModified
 	case resp.StatusCode != http.StatusOK:
-		cause = CauseExit
+		if !slices.Contains(expected, resp.StatusCode) {
+			cause = CauseExit
+		}
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, restdErrBody))
 		return &HTTPError{Path: path, Status: resp.StatusCode, Message: errorMessage(msg)}
 	}

@@ -132,15 +132,21 @@ func TestRestdVersionProbe(t *testing.T) {
 	// A slurmrestd that knows none of them: a clear error, probed again
 	// next time.
 	g := newFakeRestd(t, pingAt("v0.0.99", nil))
-	rd2, _ := newTestRestd(t, RestdConfig{URL: g.url})
+	rd2, runner2 := newTestRestd(t, RestdConfig{URL: g.url})
 	if _, err := rd2.Version(context.Background()); err == nil || !strings.Contains(err.Error(), "none of the data_parser versions") {
 		t.Errorf("no version: %v", err)
 	}
 	if _, err := rd2.Version(context.Background()); err == nil || len(g.requests("/ping")) != 2*len(RestdVersions) {
 		t.Errorf("not probed again: %d pings", len(g.requests("/ping")))
 	}
-	if n := errCount(runner, RestdPing, CauseExit); n != 3 {
-		t.Errorf("404 probes counted %v, want 3", n)
+	// A version's 404 is an answer, not a failure: the first client's
+	// three 404s count no error; the second's two failed probes count
+	// one each, however many versions each tried.
+	if n := errCount(runner, RestdPing, CauseExit); n != 0 {
+		t.Errorf("404s of a probe that found v0.0.41 counted %v errors, want 0", n)
+	}
+	if n := errCount(runner2, RestdPing, CauseExit); n != 2 {
+		t.Errorf("two probes that found no version counted %v errors, want 2", n)
 	}
 }
 
