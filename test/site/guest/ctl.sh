@@ -316,6 +316,22 @@ for id in $(jq -r '.jobs[].id' "$u" 2>/dev/null); do
 done
 check_close "jobscope report --user alice: CPU-hours == sum of her jobs' reports" \
 	"$(awk -v s="$sum" 'BEGIN {printf "%.6f\n", s / 3600}')" "$(jq -r '.totals.cpu_hours_used // "absent"' "$u" 2>/dev/null)" 0.02
+# What both reports read, kept for a failed row: each node's raw CPU
+# counter, slurm_job_cpus and slurm_job_info of alice's jobs with their
+# sample times, the usage rules' series, and the rule group's health.
+for id in $(jq -r '.jobs[].id' "$u" 2>/dev/null); do
+	for q in "slurm_job_cpu_usage_seconds_total{jobid=\"$id\"}[15m]" "timestamp(slurm_job_cpus{jobid=\"$id\"})[15m:1s]" \
+		"slurm_job_info{jobid=\"$id\"}[15m]" "job:slurm_job_cpu_usage_seconds:sum{jobid=\"$id\"}[15m]" \
+		"job:slurm_job_scrape_timestamp_seconds:max{jobid=\"$id\"}[15m]"; do
+		printf '### %s\n' "$q"
+		curl -fsS --max-time 20 "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode "query=$q" |
+			jq -c '.data.result[] | {metric, values: [.values[] | "\(.[0])=\(.[1])"]}' 2>&1
+	done >"$OUT/usage-series-$id.txt"
+done
+curl -fsS --max-time 20 "http://127.0.0.1:$PROM_PORT/api/v1/rules" |
+	jq -c '.data.groups[] | select(.name == "jobscope-usage") | {interval, evaluationTime, lastEvaluation}' >"$OUT/usage-rules-health.txt" 2>&1
+curl -fsS --max-time 20 "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode 'query=prometheus_rule_group_iterations_missed_total' |
+	jq -c '.data.result[] | {g: .metric.rule_group, v: .value[1]}' >>"$OUT/usage-rules-health.txt" 2>&1
 
 phase_set end
 wait_for 300 "c1 done" phase_is c1-end
