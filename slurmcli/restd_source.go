@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -89,6 +90,9 @@ func restdFetch[T any](rd *Restd, name, path string, conditional bool, parse res
 		prev    T
 		prevLen int
 		since   int64 // slurmctld's last_update of prev; 0: none
+		// noSince is the version that refused update_time as unix
+		// seconds: it is asked without it from then on.
+		noSince string
 	)
 	return func(ctx context.Context) (T, string, error) {
 		var zero T
@@ -97,7 +101,7 @@ func restdFetch[T any](rd *Restd, name, path string, conditional bool, parse res
 			return zero, RestdPing, err
 		}
 		q := url.Values{}
-		if conditional && since > 0 {
+		if conditional && since > 0 && noSince != v {
 			q.Set("update_time", strconv.FormatInt(since, 10))
 		}
 		var (
@@ -106,7 +110,15 @@ func restdFetch[T any](rd *Restd, name, path string, conditional bool, parse res
 			n         int
 			unchanged bool
 		)
-		err = rd.get(ctx, name, "/slurm/"+v+path, q, func(r io.Reader) error {
+		// v0.0.40 and v0.0.41 (23.11 to 25.05) read update_time as a date
+		// and refuse unix seconds with 422 ("Parsing of <n> for timestamp
+		// failed", seen on 24.11): an expected answer, not an error; that
+		// version is then asked without it, at once and from then on.
+		var expect []int
+		if q.Has("update_time") {
+			expect = []int{http.StatusUnprocessableEntity, http.StatusBadRequest}
+		}
+		consume := func(r io.Reader) error {
 			var perr error
 			val, n, perr = parse(r, &top, prevLen)
 			if top.noChange() {
@@ -117,8 +129,16 @@ func restdFetch[T any](rd *Restd, name, path string, conditional bool, parse res
 				return fmt.Errorf("slurmrestd %s: %w", path, perr)
 			}
 			return nil
-		})
+		}
+		err = rd.get(ctx, name, "/slurm/"+v+path, q, consume, expect...)
 		var he *HTTPError
+		if errors.As(err, &he) && slices.Contains(expect, he.Status) {
+			noSince, since = v, 0
+			rd.cfg.Logger.Info("slurmrestd refuses update_time as unix seconds in this version: asking for the whole list every poll",
+				"path", path, "data_parser", v, "status", he.Status, "message", he.Message)
+			top, unchanged = restdTop{}, false
+			err = rd.get(ctx, name, "/slurm/"+v+path, nil, consume)
+		}
 		switch {
 		case errors.Is(err, errNotModified):
 			unchanged = true

@@ -286,6 +286,50 @@ func TestRestdConditionalJobs(t *testing.T) {
 	}
 }
 
+// 24.11's v0.0.40 and v0.0.41 refuse update_time as unix seconds with 422
+// (the body is 24.11.5's v0.0.41 answer, its number changed): the same poll asks again
+// without it, nothing counts as an error, and later polls of that version
+// send none.
+func TestRestdUpdateTimeRefused(t *testing.T) {
+	capture := filepath.Join("..", "testdata", "slurm", "24.11", "squeue-running.json")
+	refused := `{"errors":[{"description":"Parsing of 1795563563 for timestamp failed","error_number":9202,` +
+		`"error":"Unable to convert Data type","source":"#/update_time/"},{"description":"Rejecting request. ` +
+		`Failure parsing query.","error_number":9000,"error":"Query empty or not RFC7320 compliant",` +
+		`"source":"op_handler_jobs"}],"warnings":[]}`
+	f := newFakeRestd(t, pingAt("v0.0.41", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Has("update_time") {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			_, _ = w.Write([]byte(refused))
+			return
+		}
+		serveFile(t, capture)(w, r)
+	}))
+	rd, runner := newTestRestd(t, RestdConfig{URL: f.url, Versions: []string{"v0.0.41"}})
+	fetch := restdFetch(rd, RestdJobs, "/jobs", true, restdJobs)
+	var first []Job
+	for i := range 3 {
+		got, _, err := fetch(context.Background())
+		if err != nil || len(got) == 0 {
+			t.Fatalf("poll %d: %d jobs, %v", i, len(got), err)
+		}
+		if i == 0 {
+			first = got
+		} else if !reflect.DeepEqual(got, first) {
+			t.Errorf("poll %d: %d jobs, want the whole list again (%d)", i, len(got), len(first))
+		}
+	}
+	var qs []string
+	for _, r := range f.requests("/jobs") {
+		qs = append(qs, r.URL.RawQuery)
+	}
+	if want := []string{"", "update_time=1795563563", "", ""}; !reflect.DeepEqual(qs, want) {
+		t.Errorf("queries %q, want %q (one refused update_time, then none)", qs, want)
+	}
+	if n := errCount(runner, RestdJobs, CauseExit); n != 0 {
+		t.Errorf("the refused update_time counted %v errors, want 0", n)
+	}
+}
+
 // "No change" to the first request (no previous value) is an error,
 // never an empty queue, counted; the nodes' form of it (error 1900) too.
 func TestRestdNoChangeFirst(t *testing.T) {
