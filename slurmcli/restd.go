@@ -22,11 +22,12 @@ import (
 // RestdVersions are the data_parser versions of slurmrestd's /slurm/<v>/
 // paths this client reads, newest first: v0.0.38 is 22.05's (the shape of
 // its `squeue --json` and `sinfo --json`), v0.0.39 23.02's, v0.0.40 to
-// v0.0.42 those of 23.11 to 24.11, v0.0.41 to v0.0.44 those of 25.05 to
-// 26.05. The jobs and nodes they print are the data_parser output the
+// v0.0.42 those of 23.11 to 24.11 (24.11.5 serves v0.0.40 to v0.0.42),
+// v0.0.41 to v0.0.45 those of 25.05 to 26.05 (26.05 serves v0.0.42 to
+// v0.0.45; each is read in testdata/slurm/*/restd-*.json). The jobs and nodes they print are the data_parser output the
 // commands print with --json (see restd_source.go), so the command
 // source's decoders read them.
-var RestdVersions = []string{"v0.0.44", "v0.0.43", "v0.0.42", "v0.0.41", "v0.0.40", "v0.0.39", "v0.0.38"}
+var RestdVersions = []string{"v0.0.45", "v0.0.44", "v0.0.43", "v0.0.42", "v0.0.41", "v0.0.40", "v0.0.39", "v0.0.38"}
 
 // DefaultRestdURL is slurmrestd's socket where its systemd unit is set to
 // listen on a unix socket (rest_auth/local: the caller's uid is the
