@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/jobscope/jobscope/slurmcli"
 )
 
 // Errors a caller tells apart (exit codes, tests).
@@ -360,6 +362,38 @@ func keyStart(key, id string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return time.Unix(n, 0), true
+}
+
+// sluidTAISlack is how far a SLUID's clock may run ahead of UTC: Slurm
+// takes it from CLOCK_TAI, which is UTC where the kernel's TAI offset is
+// unset and UTC plus 37 s (the leap seconds since 1972, unchanged since
+// 2017) where chrony or ntpd set it.
+const sluidTAISlack = 37 * time.Second
+
+// sluidSubmitted reads the time inside a Slurm 26.05 SLUID ("s" and 13
+// Crockford base-32 digits of a 64-bit value: a 12-bit cluster id, the
+// milliseconds slurmctld made the id at, a 10-bit sequence), which is when
+// the job was submitted, not when it started. It returns the earliest UTC
+// moment that time can be (less sluidTAISlack): a lower bound on the
+// submission, so "submitted at or after T" holds whenever it says so.
+func sluidSubmitted(key string) (time.Time, bool) {
+	if !slurmcli.IsSLUID(key) {
+		return time.Time{}, false
+	}
+	const digits = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+	var v uint64
+	for i := 1; i < len(key); i++ {
+		d := strings.IndexByte(digits, key[i])
+		if d < 0 || v>>59 != 0 {
+			return time.Time{}, false // 13 digits hold 65 bits: the top one must be 0
+		}
+		v = v<<5 | uint64(d)
+	}
+	ms := int64(v >> 10 & (1<<42 - 1))
+	if ms == 0 {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(ms).Add(-sluidTAISlack), true
 }
 
 func unixTime(sec float64) time.Time {

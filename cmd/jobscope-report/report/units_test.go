@@ -4,6 +4,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"reflect"
 	"regexp"
@@ -388,6 +389,55 @@ func TestUsageWindow(t *testing.T) {
 			t.Errorf("job %s: %gs, %g core-hours, efficiency %v; want %v", j.ID, j.ObservedSeconds, j.CoreHours,
 				derefOr(j.CPUEfficiency), w)
 		}
+	}
+}
+
+// A SLUID holds the job's submission to the millisecond; the report reads
+// it as a lower bound (less the TAI offset Slurm's clock may carry).
+func TestSluidSubmitted(t *testing.T) {
+	// Jobs 7 and 1 of a site run on 26.05, submitted at these times
+	// (their first scrapes came 12 s and 5 s later).
+	for key, ms := range map[string]int64{"sB3XM8FWE3D600": 1795829468582, "sB3XM8FW8GDJ00": 1795829285298} {
+		got, ok := sluidSubmitted(key)
+		if want := time.UnixMilli(ms).Add(-37 * time.Second); !ok || !got.Equal(want) {
+			t.Errorf("sluidSubmitted(%q) = %v %v, want %v", key, got, ok, want)
+		}
+	}
+	for _, k := range []string{"", "s", "sB3XM8FWE3D60", "sB3XM8FWE3D6000", "xB3XM8FWE3D600", "sb3xm8fwe3d600",
+		"sB3XM8FWE3D6U0", "sZZZZZZZZZZZZZ", "s0000000000000", "c/7/1795829480"} {
+		if got, ok := sluidSubmitted(k); ok {
+			t.Errorf("sluidSubmitted(%q) = %v, want none", k, got)
+		}
+	}
+}
+
+// On Slurm 26.05 the job_key is the SLUID: a job submitted in the period
+// counts its CPU from 0 (as its report does, from sacct's start), while its
+// window starts at its first sample; one submitted before the period
+// counts from its first sample in it.
+func TestUsageSLUIDKey(t *testing.T) {
+	sub := time.UnixMilli(1795829468582).Unix() // job 7's SLUID
+	first, last := float64(sub+12), float64(sub+252)
+	row := func(id, key string, since time.Time) UsageJob {
+		m := model.Metric{lJobID: model.LabelValue(id), lJobKey: model.LabelValue(key), lClust: "c", lUser: "alice"}
+		res := map[string]model.Vector{}
+		for name, v := range map[string]float64{"count": 25, "cores": 2, "first": first, "last": last,
+			"cpu_first": 1.307961, "cpu_last": 85.416047} {
+			res[name] = model.Vector{{Metric: m, Value: model.SampleValue(v)}}
+		}
+		jobs, _ := usageJobs(res, since, 10, DefaultConfig().Thresholds)
+		if len(jobs) != 1 {
+			t.Fatalf("%d jobs", len(jobs))
+		}
+		return jobs[0]
+	}
+	j := row("7", "sB3XM8FWE3D600", time.Unix(sub-3600, 0))
+	if got := *j.CPUHoursUsed * 3600; math.Abs(got-85.416047) > 1e-6 || j.ObservedSeconds != 240 {
+		t.Errorf("submitted in the period: %g CPU s over %g s, want 85.416047 over 240", got, j.ObservedSeconds)
+	}
+	j = row("7", "sB3XM8FWE3D600", time.Unix(sub+5, 0))
+	if got := *j.CPUHoursUsed * 3600; math.Abs(got-(85.416047-1.307961)) > 1e-6 {
+		t.Errorf("submitted before the period: %g CPU s, want %g", got, 85.416047-1.307961)
 	}
 }
 

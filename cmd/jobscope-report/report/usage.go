@@ -259,12 +259,20 @@ func usageJobs(res map[string]model.Vector, since time.Time, interval float64, t
 			// The counters start with the job's cgroup: from a start in
 			// the period they count the whole job, whenever jobscope began
 			// to see it.
+			fromZero := false
 			if t0, ok := keyStart(j.Key, j.ID); ok && !t0.Before(since) && float64(t0.Unix()) <= first {
-				sp.start = float64(t0.Unix())
-				for i := range sp.first {
-					if sp.last[i] != nil {
-						sp.first[i] = ptr(0)
-					}
+				sp.start, fromZero = float64(t0.Unix()), true
+			} else if sub, ok := sluidSubmitted(j.Key); ok && !sub.Before(since) && float64(sub.Unix()) <= first {
+				// Slurm 26.05's job_key is the SLUID, which holds the
+				// submission, not the start: a job submitted in the period
+				// started in it, so its counters count from 0, but its
+				// window starts at its first sample (the start is not in
+				// any recorded series).
+				fromZero = true
+			}
+			for i := range sp.first {
+				if fromZero && sp.last[i] != nil {
+					sp.first[i] = ptr(0)
 				}
 			}
 		default:

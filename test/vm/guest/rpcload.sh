@@ -8,7 +8,7 @@
 #
 #   JOBSCOPE_VM_ENTRY=rpcload.sh test/vm/run.sh C
 #
-# Its short form (make site-e2e, for CI once the site runs there) asserts: test/site/guest/rpcbudget.sh, at
+# Its short form (make site-e2e, in CI) asserts: test/site/guest/rpcbudget.sh, at
 # the end of the site's ctl VM (make site-e2e), counts the controller
 # unit's RPCs by sdiag over a few poll intervals against the documented
 # per-run table (docs/controller.md).
