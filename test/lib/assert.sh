@@ -33,6 +33,19 @@ check_close() { # name expected measured relative-tolerance [absolute-tolerance]
 		row "$1" "$2 +-$(awk -v r="$4" 'BEGIN{printf "%g%%", r*100}')" "$3" FAIL
 	fi
 }
+# check_close_plus NAME EXPECTED MEASURED RELATIVE ABSOLUTE: like
+# check_close, but the two tolerances add (a relative accuracy plus a known
+# absolute skew between the two readings).
+check_close_plus() {
+	local want
+	want="$2 +-$(awk -v r="$4" -v a="$5" 'BEGIN{printf "%g%%+%gs", r*100, a}')"
+	if num_ok "$2" && num_ok "$3" && num_ok "$5" && awk -v m="$3" -v e="$2" -v r="$4" -v a="$5" \
+		'BEGIN{d=m-e; if(d<0)d=-d; t=r*(e<0?-e:e)+a; exit !(d <= t)}'; then
+		row "$1" "$want" "$3" PASS
+	else
+		row "$1" "$want" "$3" FAIL
+	fi
+}
 # check_within NAME LOW HIGH MEASURED [RELATIVE]: LOW*(1-r) <= MEASURED <= HIGH*(1+r).
 check_within() {
 	local r=${5:-0} lo hi

@@ -188,6 +188,19 @@ for n in ctl c1 c2; do
 		printf '\n=== %s: %s s wall, guest rc=%s, no table (see %s) ===\n' "$n" "${TOOK[$n]:-killed}" "${rc:-none}" "$WORK/$n"
 	fi
 done
+# The last lines are what CI shows of a failed run: repeat each VM's
+# result and its failed rows there, and its serial log's tail where a VM
+# wrote no table.
+printf '\n=== site summary ===\n'
+for n in ctl c1 c2; do
+	rc=$(grep -a -o 'VMTEST-END rc=[0-9]*' "$WORK/$n/serial.log" | tail -1 | cut -d= -f2)
+	printf '%s: %s s wall, guest rc=%s\n' "$n" "${TOOK[$n]:-killed}" "${rc:-none}"
+	if [ -s "$WORK/$n/out/table.txt" ]; then
+		grep -a -E ' (FAIL|SKIP)$' "$WORK/$n/out/table.txt" | sed "s/^/  /"
+	else
+		tail -n 15 "$WORK/$n/serial.log" 2>/dev/null | sed "s/^/  $n: /"
+	fi
+done
 cleanup
 left=""
 for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && left+="pid $p "; done

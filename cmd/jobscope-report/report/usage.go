@@ -270,9 +270,11 @@ func usageJobs(res map[string]model.Vector, since time.Time, interval float64, t
 				// any recorded series).
 				fromZero = true
 			}
-			for i := range sp.first {
-				if fromZero && sp.last[i] != nil {
-					sp.first[i] = ptr(0)
+			if fromZero {
+				for i := range sp.first {
+					if sp.last[i] != nil {
+						sp.first[i] = ptr(0)
+					}
 				}
 			}
 		default:

@@ -59,7 +59,7 @@ check_job() {
 # per-core trails or counts twice. Time filed under the wrong side (a core
 # of the cpuset taken for one outside) leaves that core without its series.
 check_percore() {
-	local name=$1 j=$2 f=$3 before after sum usage cores allowed extra missing outside
+	local name=$1 j=$2 f=$3 before after sum usage cores allowed extra missing outside grew
 	before=$(usage_s "$j")
 	scrape $NODE_PORT "$f" || { row "$name: scrape" "/metrics answers" "no answer" FAIL; return; }
 	after=$(usage_s "$j")
@@ -68,9 +68,17 @@ check_percore() {
 	outside=$(mval "$f" slurm_job_cpu_outside_cpuset_seconds_total "jobid=\"$j\"")
 	[ "$outside" = absent ] && outside=0
 	check_within "$name: cpu_usage_seconds in cpu.stat bracket" "$before" "$after" "$usage" 0.001
-	check_close "$name: per-core sum == same scrape's cpu.stat - outside-cpuset" \
-		"$(awk -v a="$usage" -v b="$outside" 'BEGIN{printf "%.9f", a-b}')" "$sum" 0.01
-	check_close "$name: per-core + outside-cpuset == cpu.stat" "$usage" "$(awk -v a="$sum" -v b="$outside" 'BEGIN{printf "%.9f", a+b}')" 0.01
+	# The scrape's collectors run concurrently: the cgroup collector reads
+	# cpu.stat and the ebpf collector the BPF map at two moments, both
+	# inside the bracket. A job that ran meanwhile gained at most
+	# after - before between them (seen: 4.9 ms of a 0.39 s job, 1.25%,
+	# on a site node), so that much is allowed on top of the 1%; a job
+	# that used nothing during the scrape is held to the 1% alone.
+	grew=$(awk -v a="$after" -v b="$before" 'BEGIN{d=a-b; printf "%.9f", (d > 0 ? d : 0)}')
+	check_close_plus "$name: per-core sum == same scrape's cpu.stat - outside-cpuset" \
+		"$(awk -v a="$usage" -v b="$outside" 'BEGIN{printf "%.9f", a-b}')" "$sum" 0.01 "$grew"
+	check_close_plus "$name: per-core + outside-cpuset == cpu.stat" "$usage" \
+		"$(awk -v a="$sum" -v b="$outside" 'BEGIN{printf "%.9f", a+b}')" 0.01 "$grew"
 	allowed=$(cpulist "$(cgfile "$j" cpuset.cpus.effective)" | paste -sd, -)
 	cores=$(mlabels "$f" slurm_job_cpu_core_seconds_total "jobid=\"$j\"" core)
 	extra=$(comm -23 <(tr , '\n' <<<"$cores" | grep . | sort) <(tr , '\n' <<<"$allowed" | sort) | paste -sd, -)
