@@ -17,5 +17,5 @@ vm_dbd() { case $1 in A) echo no ;; *) echo yes ;; esac; }
 # Prometheus that scrapes both modes.
 VM_PACKAGES="systemd systemd-sysv dbus mount kmod iproute2 procps curl jq bpftool libcap2-bin
 linux-image-amd64 initramfs-tools
-munge slurmctld slurmd slurm-client slurmrestd prometheus"
+munge slurmctld slurmd slurm-client prometheus"
 VM_DBD_PACKAGES="slurmdbd mariadb-server"
