@@ -78,6 +78,10 @@ type CacheConfig struct {
 	// MaxAge drops a source's last good value once it is older (0: never).
 	MaxAge time.Duration
 	Format Format
+	// Restd, when set, is where jobs and nodes come from (slurmrestd),
+	// instead of squeue and sinfo; Format then applies to the other
+	// commands only. Its requests are counted in Runner's Stats.
+	Restd  *Restd
 	Logger *slog.Logger
 	// Now is the clock (tests set it).
 	Now func() time.Time
@@ -130,19 +134,28 @@ func NewCache(cfg CacheConfig) *Cache {
 	// up to twice the jobs and copies them on the way, beside the previous
 	// list that is still served. Read and written by this source's fetch
 	// only (one at a time).
-	lastJobs := 0
-	c.Jobs = newSource(c, SourceJobs,
-		fixed("squeue", SqueueJSONArgs, func(r io.Reader) ([]Job, error) {
-			jobs, err := parseSqueueJSONSized(r, lastJobs)
-			if err == nil {
-				lastJobs = len(jobs)
-			}
-			return jobs, err
-		}),
-		&variant[[]Job]{"squeue", SqueueTextArgs, ParseSqueueText})
-	c.Nodes = newSource(c, SourceNodes,
-		fixed("sinfo", SinfoJSONArgs, ParseSinfoJSON),
-		fixed("scontrol", ScontrolNodeArgs, ParseScontrolNodes))
+	if cfg.Restd != nil {
+		// Jobs change every poll on a busy cluster, but slurmctld packs
+		// them only when they did (update_time); nodes are asked whole:
+		// their load and free memory come with slurmd's pings, which
+		// may not move the nodes' last_update.
+		c.Jobs = newSourceFunc(c, SourceJobs, restdFetch(cfg.Restd, RestdJobs, "/jobs", true, restdJobs))
+		c.Nodes = newSourceFunc(c, SourceNodes, restdFetch(cfg.Restd, RestdNodes, "/nodes", false, restdNodes))
+	} else {
+		lastJobs := 0
+		c.Jobs = newSource(c, SourceJobs,
+			fixed("squeue", SqueueJSONArgs, func(r io.Reader) ([]Job, error) {
+				jobs, err := parseSqueueJSONSized(r, lastJobs)
+				if err == nil {
+					lastJobs = len(jobs)
+				}
+				return jobs, err
+			}),
+			&variant[[]Job]{"squeue", SqueueTextArgs, ParseSqueueText})
+		c.Nodes = newSource(c, SourceNodes,
+			fixed("sinfo", SinfoJSONArgs, ParseSinfoJSON),
+			fixed("scontrol", ScontrolNodeArgs, ParseScontrolNodes))
+	}
 	c.Shares = newSource(c, SourceShares, nil,
 		fixed("sshare", SshareArgs, ParseSshare))
 	c.Diag = newSource(c, SourceDiag, nil,

@@ -141,9 +141,22 @@ type sinfoJSON struct {
 
 // ParseSinfoJSON reads `sinfo --json` output.
 func ParseSinfoJSON(r io.Reader) ([]Node, error) {
-	var in sinfoJSON
+	return parseSinfoJSON(r, nil)
+}
+
+// parseSinfoJSON is ParseSinfoJSON handing the fields beside the list to
+// top when set (slurmrestd's /nodes answer: see restdTop).
+func parseSinfoJSON(r io.Reader, top *restdTop) ([]Node, error) {
+	var in struct {
+		sinfoJSON
+		LastUpdate flexNum        `json:"last_update"`
+		Warnings   []restdWarning `json:"warnings"`
+	}
 	if err := json.NewDecoder(r).Decode(&in); err != nil {
 		return nil, fmt.Errorf("sinfo json: %w", err)
+	}
+	if top != nil {
+		top.LastUpdate, top.Warnings, top.Errors = in.LastUpdate, in.Warnings, in.Errors
 	}
 	if in.Nodes == nil && in.Sinfo != nil {
 		return nodesFromSinfoList(in.Sinfo)

@@ -48,14 +48,17 @@ func ParseSqueueJSON(r io.Reader) ([]Job, error) {
 // parseSqueueJSONSized is ParseSqueueJSON with room for about hint jobs
 // from the start (a sixteenth more, for a growing queue).
 func parseSqueueJSONSized(r io.Reader, hint int) ([]Job, error) {
-	jobs, err := decodeSqueueStream(r, max(hint+hint/16, 0))
+	jobs, err := decodeSqueueStream(r, max(hint+hint/16, 0), nil)
 	if err != nil {
 		return nil, fmt.Errorf("squeue json: %w", err)
 	}
 	return jobs, nil
 }
 
-func decodeSqueueStream(r io.Reader, hint int) ([]Job, error) {
+// decodeSqueueStream decodes a jobs list; top, when set, gets the
+// answer's other fields slurmrestd's conditional fetch needs (see
+// restdTop).
+func decodeSqueueStream(r io.Reader, hint int, top *restdTop) ([]Job, error) {
 	s := newJSONScanner(r)
 	d := squeueDecoder{in: interner{}}
 	c, err := s.peek()
@@ -103,6 +106,9 @@ func decodeSqueueStream(r io.Reader, hint int) ([]Job, error) {
 			if err := json.Unmarshal(raw, &errs); err != nil {
 				return nil, err
 			}
+			if top != nil {
+				top.Errors = errs
+			}
 		default:
 			// Slurm's own fields (meta, warnings, ...: small, and no
 			// job's user writes them) are checked whole, escapes
@@ -115,6 +121,11 @@ func decodeSqueueStream(r io.Reader, hint int) ([]Job, error) {
 			}
 			if !json.Valid(raw) {
 				return nil, fmt.Errorf("json: invalid value of %q", truncate(k))
+			}
+			if top != nil {
+				if err := top.field(k, raw); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}

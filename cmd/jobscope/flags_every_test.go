@@ -45,6 +45,8 @@ func wrongValues(dir string) map[string]string {
 		"web.listen-address":            "localhost",
 		"gpu.dcgm-address":              "unix://relative.sock",
 		"collector.power.emissions.url": "http://%zz",
+		"slurm.restd.url":               "unix://relative.sock",
+		"slurm.restd.token-file":        missing,
 		"web.telemetry-path":            "metrics",
 		// Words from a fixed list.
 		"mode":                               "login",
@@ -53,6 +55,7 @@ func wrongValues(dir string) map[string]string {
 		"log.format":                         "yaml",
 		"slurm.node-metadata.format":         "xml",
 		"slurm.format":                       "xml",
+		"slurm.source":                       "rest",
 		"bpf.v1-controller":                  "cpu",
 		"gpu.backend":                        "amd",
 		"collector.process.io":               "maybe",

@@ -31,9 +31,9 @@ func newSlurmCommands(c *slurmcli.Cache) *slurmCommands {
 	return &slurmCommands{
 		cacheRef: cacheRef{c},
 		runs: collector.NewDesc("jobscope_slurm_command_runs_total",
-			"Slurm commands jobscope ran since start, counted by its command runner (at most one per source per --slurm.poll-interval, or --slurm.slow-poll-interval for sshare and scontrol show reservation and licenses, whatever the number of scrapes).", "command"),
+			"Slurm commands jobscope ran since start, counted by its command runner, and slurmrestd requests with --slurm.source=slurmrestd (command=\"slurmrestd:ping|jobs|nodes\"; at most one per source per --slurm.poll-interval, or --slurm.slow-poll-interval for sshare and scontrol show reservation and licenses, whatever the number of scrapes).", "command"),
 		errs: collector.NewDesc("jobscope_slurm_command_errors_total",
-			"Slurm command runs that failed, by cause: timeout (killed at --slurm.command-timeout), exit (non-zero status), start, parse (output not understood), too_large, canceled; and record: records left out of an answer otherwise used (unreadable, or a job printed twice), counted one by one.", "command", "cause"),
+			"Slurm command runs that failed, by cause: timeout (killed at --slurm.command-timeout), exit (non-zero status; for slurmrestd:* an HTTP error status), start (also: slurmrestd unreachable), parse (output not understood), too_large, canceled; and record: records left out of an answer otherwise used (unreadable, or a job printed twice), counted one by one.", "command", "cause"),
 		seconds: collector.NewDesc("jobscope_slurm_command_duration_seconds_total",
 			"Wall time spent running Slurm commands since start, measured by jobscope's command runner.", "command"),
 		lastTime: collector.NewDesc("jobscope_slurm_command_last_duration_seconds",

@@ -150,6 +150,9 @@ ctl_depth() {
 	scrape $PORT_CTL "$C" || die "controller scrape failed"
 	scrape $PORT_TXT "$T" || die "controller (text) scrape failed"
 	[ -n "${JOBSCOPE_E2E_CAPTURE:-}" ] && ctl_capture "$JOBSCOPE_E2E_CAPTURE"
+	# The slurmrestd source at this moment: a drained node, jobs running,
+	# pending on the drain, held (test/e2e/restd.sh).
+	restd_compare "$WORK/metrics/ctl-json-restd.txt"
 
 	local form base
 	for f in "$C" "$T"; do

@@ -73,6 +73,8 @@ mode_collectors() {
 
 # shellcheck source=test/e2e/controller.sh
 . "$ROOT/test/e2e/controller.sh"
+# shellcheck source=test/e2e/restd.sh
+. "$ROOT/test/e2e/restd.sh"
 # shellcheck source=test/e2e/levels.sh
 . "$ROOT/test/e2e/levels.sh"
 # shellcheck source=test/e2e/js1.sh
@@ -108,7 +110,7 @@ teardown() {
 	local i p
 	log "teardown"
 	notify_teardown
-	for p in jobscope-cap jobscope-full jobscope-node jobscope-ctl jobscope-ctltext jobscope-broken prometheus victoria-metrics; do kill_pidfile "$WORK/run/$p.pid" 5; done
+	for p in jobscope-cap jobscope-full jobscope-node jobscope-ctl jobscope-ctltext jobscope-restd slurmrestd jobscope-broken prometheus victoria-metrics; do kill_pidfile "$WORK/run/$p.pid" 5; done
 	# Jobs first, so the epilog runs and slurmstepd leaves before slurmd goes.
 	if [ -f "$WORK/run/slurmctld.pid" ] && command -v scancel >/dev/null; then
 		timeout 10 scancel --quiet --full --user=alice 2>/dev/null
@@ -154,7 +156,7 @@ on_exit() {
 # --- install ---------------------------------------------------------------------
 
 install_packages() {
-	local pkgs=(slurmctld slurmd slurm-client slurmdbd mariadb-server munge prometheus victoria-metrics curl jq) missing=() p
+	local pkgs=(slurmctld slurmd slurm-client slurmrestd slurmdbd mariadb-server munge prometheus victoria-metrics curl jq) missing=() p
 	for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 	[ ${#missing[@]} -eq 0 ] && return 0
 	log "apt-get install ${missing[*]}"
@@ -396,6 +398,7 @@ start_jobscope() {
 		echo $! >"$WORK/run/jobscope-ctl.pid"
 		need 30 "jobscope controller /metrics" curl -fsS -o /dev/null "http://127.0.0.1:$PORT_CTL/metrics"
 		ctl_text_start
+		restd_start
 	fi
 	has_flag slurm.node-metadata.squeue && start_broken
 }
@@ -836,7 +839,7 @@ munge_setup && munge_e2e
 
 # --- teardown checks --------------------------------------------------------------------------------------------
 
-for p in jobscope-node jobscope-ctl jobscope-ctltext jobscope-broken prometheus; do kill_pidfile "$WORK/run/$p.pid" 5; done
+for p in jobscope-node jobscope-ctl jobscope-ctltext jobscope-restd slurmrestd jobscope-broken prometheus; do kill_pidfile "$WORK/run/$p.pid" 5; done
 scancel --quiet --full --user=alice 2>/dev/null
 scancel --quiet --full --user=bob 2>/dev/null
 wait_for 30 "jobs gone" sh -c "[ -z \"\$(squeue -h -o %i)\" ]"
@@ -855,7 +858,7 @@ fi
 print_table
 if [ "$FAILS" -gt 0 ]; then
 	log "FAILED ($FAILS); logs in $WORK/log"
-	for f in jobscope-node jobscope-ctl jobscope-ctltext jobscope-cap jobscope-broken; do
+	for f in jobscope-node jobscope-ctl jobscope-ctltext jobscope-restd slurmrestd jobscope-cap jobscope-broken; do
 		[ -s "$WORK/log/$f.log" ] && { echo "--- $f.log (last 15 lines)"; tail -15 "$WORK/log/$f.log"; }
 	done
 	exit 1

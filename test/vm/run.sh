@@ -26,6 +26,12 @@
 #                           and the units up, then idle until /tmp/done exists;
 #                           rpcload.sh: slurmctld's RPC load, RPC_POLLS and
 #                           RPC_INTERVAL passed into the guest)
+#   JOBSCOPE_VM_EXTRA_PACKAGES  packages for images derived from the suite's
+#                           (image-plus.sh); --capture and rpcload.sh add
+#                           slurmrestd, which they measure
+#   JOBSCOPE_VM_EXTRA_PACKAGES  more packages in the images (image.sh);
+#                           --capture and rpcload.sh add slurmrestd, which
+#                           they measure
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -59,6 +65,10 @@ if [ "${1:-}" = --capture ]; then
 	shift
 fi
 VMS=("$@")
+# The measuring tools ask slurmrestd too; the suite's images go without it.
+if [ $MODE = capture ] || [ "${JOBSCOPE_VM_ENTRY:-}" = rpcload.sh ]; then
+	export JOBSCOPE_VM_EXTRA_PACKAGES="${JOBSCOPE_VM_EXTRA_PACKAGES:-slurmrestd}"
+fi
 [ ${#VMS[@]} -gt 0 ] || { if [ $MODE = capture ]; then VMS=(B C); else VMS=(A B C); fi; }
 
 [ "$(id -u)" = 0 ] || die "must run as root (debootstrap, chroot)"
@@ -164,7 +174,12 @@ tcg_int3() {
 # userspace (about one boot in six panics early under TCG).
 boot() {
 	local name=$1 entry=$2 img dir=$WORK/$1 try pid t rc
-	img=$("$HERE/image.sh" "$name") || return 1
+	if [ -n "${JOBSCOPE_VM_EXTRA_PACKAGES:-}" ]; then
+		# shellcheck disable=SC2086 # a word list
+		img=$("$HERE/image-plus.sh" "$name" "$name-plus" $JOBSCOPE_VM_EXTRA_PACKAGES) || return 1
+	else
+		img=$("$HERE/image.sh" "$name") || return 1
+	fi
 	for try in 1 2 3; do
 		payload "$dir/payload" "$entry" "$name"
 		rm -f "$dir/payload.img"

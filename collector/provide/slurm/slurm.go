@@ -39,6 +39,8 @@ type Provider struct {
 	pollInterval, slowInterval, maxAge, timeout time.Duration
 	format, binDir                              string
 	paths                                       map[string]string
+	// Where jobs and nodes come from: the commands or slurmrestd.
+	source, restdURL, restdToken string
 
 	// Node mode's background squeue.
 	node             nodeOptions
@@ -80,6 +82,12 @@ func (p *Provider) Flags(fs *pflag.FlagSet) {
 		"Controller mode: output format of squeue and sinfo: auto (JSON, text if the version refuses --json), json or text.")
 	flagval.String(fs, &p.binDir, "slurm.bin-dir", "",
 		"Controller mode: directory of the Slurm commands (default: looked up in PATH); a given one must exist.", flagval.Optional(flagval.Dir))
+	flagval.Enum(fs, &p.source, "slurm.source", sourceCommands, []string{sourceCommands, sourceRestd},
+		"Controller mode: where jobs and nodes come from: commands (squeue, sinfo) or slurmrestd (GET /slurm/<v>/jobs and /nodes, jobs asked with update_time so that slurmctld answers \"no change\" instead of packing every job again). sshare, sdiag, sacct, reservations and licenses stay commands.")
+	flagval.String(fs, &p.restdURL, "slurm.restd.url", slurmcli.DefaultRestdURL,
+		"Controller mode, --slurm.source=slurmrestd: slurmrestd's address, unix:///path/to/socket (rest_auth/local: jobscope's uid is the identity) or http://host:port (with --slurm.restd.token-file).", checkRestdURL)
+	flagval.String(fs, &p.restdToken, "slurm.restd.token-file", "",
+		"Controller mode, --slurm.source=slurmrestd: file holding a JWT (scontrol token) sent as X-SLURM-USER-TOKEN, read at each request and never logged; a given one must exist.", flagval.Optional(flagval.File))
 	fs.StringToStringVar(&p.paths, "slurm.command-path", nil,
 		"Controller mode: path of single Slurm commands, e.g. squeue=/opt/slurm/bin/squeue; each must exist.")
 	flagval.Check(fs, "slurm.command-path", flagval.Each(checkCommandPath))
@@ -99,6 +107,17 @@ func (p *Provider) Flags(fs *pflag.FlagSet) {
 			_ = fs.SetAnnotation(f.Name, provide.ModeAnnotation, []string{provide.ModeNode})
 		}
 	})
+}
+
+// Values of --slurm.source.
+const (
+	sourceCommands = "commands"
+	sourceRestd    = "slurmrestd"
+)
+
+func checkRestdURL(s string) error {
+	_, _, err := slurmcli.ParseRestdURL(s)
+	return err
 }
 
 // checkCommandPath accepts one name=path of --slurm.command-path: a Slurm
@@ -158,7 +177,22 @@ func (p *Provider) Start(env *provide.Env) error {
 		}
 	}
 	runner := &slurmcli.Runner{BinDir: p.binDir, Paths: p.paths, Timeout: p.timeout, Logger: env.Logger}
-	p.cache = slurmcli.NewCache(slurmcli.CacheConfig{Runner: runner, Interval: p.pollInterval, SlowInterval: slow, MaxAge: p.maxAge, Format: format, Logger: env.Logger, Now: env.Now})
+	var restd *slurmcli.Restd
+	switch {
+	case p.source == sourceRestd:
+		// The command timeout bounds a request too; the body is capped
+		// like a command's stdout.
+		restd, err = slurmcli.NewRestd(slurmcli.RestdConfig{URL: p.restdURL, TokenFile: p.restdToken,
+			Timeout: p.timeout, Logger: env.Logger}, runner.Stats())
+		if err != nil {
+			return fmt.Errorf("--slurm.restd.url: %w", err)
+		}
+	case p.source != sourceCommands:
+		return fmt.Errorf("--slurm.source: %q: want %s or %s", p.source, sourceCommands, sourceRestd)
+	case (p.fs.Changed("slurm.restd.url") || p.fs.Changed("slurm.restd.token-file")) && env.Logger != nil:
+		env.Logger.Warn("--slurm.restd.* are set but --slurm.source is commands: slurmrestd is not asked")
+	}
+	p.cache = slurmcli.NewCache(slurmcli.CacheConfig{Runner: runner, Interval: p.pollInterval, SlowInterval: slow, MaxAge: p.maxAge, Format: format, Restd: restd, Logger: env.Logger, Now: env.Now})
 	return nil
 }
 

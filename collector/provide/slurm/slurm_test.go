@@ -3,7 +3,10 @@
 package slurm
 
 import (
+	"context"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +90,48 @@ func TestSlowPollInterval(t *testing.T) {
 			if got := c.Interval(src); got != tc.slow {
 				t.Errorf("%v: %s every %s, want %s", tc.args, src, got, tc.slow)
 			}
+		}
+		_ = p.Close()
+	}
+}
+
+// --slurm.source=slurmrestd reads jobs from slurmrestd; the default runs
+// squeue.
+func TestSourceFlag(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/slurm/v0.0.44/ping":
+			_, _ = w.Write([]byte(`{"pings":[],"errors":[]}`))
+		case "/slurm/v0.0.44/jobs":
+			_, _ = w.Write([]byte(`{"jobs":[{"job_id":7,"job_state":["RUNNING"]}],"errors":[]}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	empty := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string // the job id, or what the error says
+	}{
+		{[]string{"--slurm.bin-dir=" + empty}, "squeue"},
+		{[]string{"--slurm.bin-dir=" + empty, "--slurm.source=slurmrestd", "--slurm.restd.url=" + srv.URL}, "7"},
+	} {
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		p := New()
+		p.Flags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Start(&provide.Env{}); err != nil {
+			t.Fatal(err)
+		}
+		r := p.Cache().Jobs.Get(context.Background())
+		switch {
+		case tc.want == "squeue" && (r.Err == nil || !strings.Contains(r.Err.Error(), "squeue")):
+			t.Errorf("%v: err %v, want squeue's", tc.args, r.Err)
+		case tc.want != "squeue" && (r.Err != nil || len(r.Value) != 1 || r.Value[0].ID != tc.want):
+			t.Errorf("%v: jobs %+v, err %v; want job %s", tc.args, r.Value, r.Err, tc.want)
 		}
 		_ = p.Close()
 	}

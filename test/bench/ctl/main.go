@@ -4,7 +4,8 @@
 // clusters (test/gen/cluster, from real 22.05 records: 10,000 and 50,000
 // jobs on 2,000 nodes and 100,000 on 5,000 by default) as fake Slurm
 // commands, runs each given jobscope binary in controller mode on each, in
-// the default form (JSON) and in text, scrapes it repeatedly over HTTP
+// the default form (JSON), in text and with jobs and nodes from a fake
+// slurmrestd (restd.go), scrapes it repeatedly over HTTP
 // (every scrape a new poll, a poll interval apart: all commands run, are
 // parsed and emitted) and prints one table: the median poll time and CPU
 // time, the bytes allocated per job and per poll, the series, and the
@@ -32,7 +33,7 @@ type size struct{ jobs, nodes int }
 
 func main() {
 	bins := flag.String("bins", "now=bin/jobscope", "comma-separated name=binary pairs to compare, measured in this run")
-	formats := flag.String("formats", "auto,text", "--slurm.format values to measure (auto, the default: JSON where the version has it)")
+	formats := flag.String("formats", "auto,text,restd", "sources to measure: --slurm.format values (auto, the default: JSON where the version has it; text) and restd (--slurm.source=slurmrestd against a fake 22.05 slurmrestd serving the same cluster)")
 	scrapes := flag.Int("scrapes", 5, "scrapes per binary, format and size; the first after start-up is not counted")
 	sizes := flag.String("sizes", "10000,50000,100000@5000", "simulated clusters, comma-separated: jobs, or jobs@nodes (nodes default to -nodes)")
 	nodes := flag.Int("nodes", clustergen.Default.Nodes, "simulated nodes where -sizes names none")
@@ -81,6 +82,10 @@ func main() {
 				if form == "auto" {
 					form = "json"
 				}
+				if form == "restd" && !hasRestdSource(bin) {
+					fmt.Printf("%-6s %-5s %7d %6d   no slurmrestd source in this binary\n", name, form, s.jobs, s.nodes)
+					continue
+				}
 				r, err := measure(bin, dirs[s], format, *scrapes)
 				if err != nil {
 					// One binary failing at one size is a result too: the
@@ -110,9 +115,21 @@ func measure(bin, dir, format string, scrapes int) (result, error) {
 	if err != nil {
 		return res, err
 	}
-	cmd := exec.Command(bin, "--mode=controller", "--web.listen-address="+addr, "--slurm.bin-dir="+dir+"/bin",
-		"--slurm.format="+format, "--slurm.poll-interval=4s", "--slurm.command-timeout=5m", "--web.scrape-timeout=5m",
-		"--log.level=error")
+	args := []string{"--mode=controller", "--web.listen-address=" + addr, "--slurm.bin-dir=" + dir + "/bin",
+		"--slurm.poll-interval=4s", "--slurm.command-timeout=5m", "--web.scrape-timeout=5m", "--log.level=error"}
+	if format == "restd" {
+		// Jobs and nodes from slurmrestd; the other collectors (sdiag,
+		// sshare, licenses, reservations, sacct) still run the commands.
+		f, err := startFakeRestd(dir)
+		if err != nil {
+			return res, err
+		}
+		defer f.Close()
+		args = append(args, "--slurm.source=slurmrestd", "--slurm.restd.url="+f.url())
+	} else {
+		args = append(args, "--slurm.format="+format)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "TZ=UTC")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {

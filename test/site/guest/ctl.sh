@@ -125,6 +125,38 @@ check_alert() {
 # secs "[D-][HH:]MM:SS[.mmm]": seconds (sacct's times).
 secs() { awk -F'[-:]' '{ n=NF; s=$n; if(n>=2) s+=$(n-1)*60; if(n>=3) s+=$(n-2)*3600; if(n>=4) s+=$(n-3)*86400; printf "%.3f\n", s }'; }
 
+# restd_budget: the RPC budget again with the unit on its slurmrestd source
+# (--slurm.source=slurmrestd; the measurement is test/vm/guest/rpcload.sh's
+# restd phase): Debian's slurmrestd on a unix socket with rest_auth/local,
+# run as the unit's user (it refuses root and SlurmUser), so slurmctld
+# counts its RPCs under that user; the unit at a 10 s poll interval, so the
+# window of two to three intervals takes 30 s.
+restd_budget() {
+	local sock=/run/jobscope-restd/slurmrestd.sock grp runs
+	grp=$(id -gn jobscope)
+	install -d -m 0750 -o jobscope -g "$grp" "$(dirname "$sock")"
+	systemd-run --unit=site-slurmrestd -p User=jobscope -p Group="$grp" \
+		"$(command -v slurmrestd)" -a rest_auth/local "unix:$sock" >/dev/null 2>&1 ||
+		{ row "rpc budget (slurmrestd): slurmrestd starts" started "$(command -v slurmrestd || echo 'not installed')" FAIL; return; }
+	wait_for 60 "slurmrestd's socket" test -S "$sock"
+	cp /etc/default/jobscope /root/jobscope.default.budget
+	sed -i "s|^CONTROLLER_ARGS=.*|CONTROLLER_ARGS=\"--slurm.poll-interval=10s --slurm.source=slurmrestd --slurm.restd.url=unix://$sock\"|" /etc/default/jobscope
+	systemctl restart jobscope-controller
+	# Polls start with scrapes: scrape until both slurmrestd sources have
+	# answered (every other source polls at the same first scrapes).
+	restd_served() {
+		curl -fsS --max-time 20 "http://127.0.0.1:$CTL_PORT/metrics" 2>/dev/null |
+			awk '/^jobscope_slurm_up\{source="(jobs|nodes)"\} 1$/ {n++} END {exit n != 2}' &&
+			curl -fsS --max-time 20 "http://127.0.0.1:$CTL_PORT/metrics" | grep -q '^jobscope_slurm_command_runs_total{command="slurmrestd:jobs"}'
+	}
+	wait_for 120 "the controller unit on slurmrestd" restd_served
+	runs=$(curl -fsS --max-time 20 "http://127.0.0.1:$CTL_PORT/metrics" | awk '/^jobscope_slurm_command_runs_total\{command="slurmrestd:(jobs|nodes)"\}/ {n++} END {print n + 0}')
+	check_eq "rpc budget (slurmrestd): the unit asks slurmrestd for jobs and nodes" 2 "$runs"
+	rpcbudget_check "$(systemctl show -p MainPID --value jobscope-controller)" "$CTL_PORT" "$RPCB_TABLE_RESTD" "rpc budget (slurmrestd)"
+	journalctl -b --no-pager -o short-monotonic -u site-slurmrestd >"$OUT/slurmrestd.log" 2>&1
+	cp /root/jobscope.default.budget /etc/default/jobscope
+}
+
 # --- Slurm ---------------------------------------------------------------------
 net_up
 heartbeat
@@ -347,5 +379,6 @@ wait_for 300 "c2 done" phase_is c2-end
 # 60 to 90 s at the unit's 30 s interval). The node units run as a
 # jobscope user too, but run squeue only for jobs they lack metadata of.
 rpcbudget_check "$(systemctl show -p MainPID --value jobscope-controller)" "$CTL_PORT"
+restd_budget
 sleep 10 # the nodes' tables on disk before slurmctld goes
 finish

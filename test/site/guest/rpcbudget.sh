@@ -30,6 +30,21 @@ sshare shares slow REQUEST_SHARE_INFO
 scontrol reservations slow REQUEST_RESERVATION_INFO
 scontrol licenses slow REQUEST_LICENSE_INFO'
 
+# The same with --slurm.source=slurmrestd: jobs and nodes come from
+# slurmrestd, which runs as the unit's user (so sdiag counts its RPCs under
+# that user) and asks slurmctld REQUEST_JOB_INFO for /jobs and
+# REQUEST_NODE_INFO and REQUEST_PARTITION_INFO for /nodes (the partitions
+# of each node), as sinfo does; the other sources stay commands.
+# slurmrestd:ping runs once, when the source is probed at start.
+# shellcheck disable=SC2034 # read by ctl.sh
+RPCB_TABLE_RESTD='slurmrestd:jobs jobs fast REQUEST_JOB_INFO
+slurmrestd:nodes nodes fast REQUEST_NODE_INFO,REQUEST_PARTITION_INFO
+sdiag diag fast REQUEST_STATS_INFO
+sacct sacct fast -
+sshare shares slow REQUEST_SHARE_INFO
+scontrol reservations slow REQUEST_RESERVATION_INFO
+scontrol licenses slow REQUEST_LICENSE_INFO'
+
 # rpcb_now: epoch seconds with fractions.
 rpcb_now() { date +%s.%N; }
 
@@ -181,18 +196,21 @@ rpcb_end() {
 		}' "$RPCB_DIR/pre"
 }
 
-rpcbudget_check() { # PID PORT
+rpcbudget_check() { # PID PORT [TABLE LABEL]
 	local pid=$1 port=$2 uid user ctld driver t cpu0 cpu1 src srcs types tp lo hi want got other u
+	# The functions above read these two: the table of the source the unit
+	# runs with, and the rows' prefix.
+	local RPCB_TABLE=${3:-$RPCB_TABLE} RPCB_LABEL=${4:-rpc budget}
 	RPCB_POLLS=${RPCB_POLLS:-2}
 	RPCB_DIR=$(mktemp -d /tmp/rpcbudget.XXXXXX)
 	if [ -z "$pid" ] || [ ! -r "/proc/$pid/cmdline" ]; then
-		row "rpc budget: the controller's process" running "no process '$pid'" FAIL
+		row "$RPCB_LABEL: the controller's process" running "no process '$pid'" FAIL
 		return
 	fi
 	RPCB_P=$(rpcb_seconds "$(rpcb_flag "$pid" slurm.poll-interval 30s)")
 	RPCB_PS=$(rpcb_seconds "$(rpcb_flag "$pid" slurm.slow-poll-interval 5m)")
 	if [ -z "$RPCB_P" ] || [ -z "$RPCB_PS" ]; then
-		row "rpc budget: the controller's intervals" "Go durations" "$(rpcb_flag "$pid" slurm.poll-interval 30s) $(rpcb_flag "$pid" slurm.slow-poll-interval 5m)" FAIL
+		row "$RPCB_LABEL: the controller's intervals" "Go durations" "$(rpcb_flag "$pid" slurm.poll-interval 30s) $(rpcb_flag "$pid" slurm.slow-poll-interval 5m)" FAIL
 		return
 	fi
 	# The slow interval is never shorter than the poll interval (cache.go).
@@ -204,12 +222,12 @@ rpcbudget_check() { # PID PORT
 
 	RPCB_T0=$(rpcb_now)
 	rpcb_scrape "$port" "$RPCB_DIR/pre" || {
-		row "rpc budget: /metrics of the controller on :$port" answers "no answer" FAIL
+		row "$RPCB_LABEL: /metrics of the controller on :$port" answers "no answer" FAIL
 		return
 	}
 	RPCB_T0E=$(rpcb_now)
 	sdiag --reset >/dev/null || {
-		row "rpc budget: sdiag --reset" "exit 0" "failed" FAIL
+		row "$RPCB_LABEL: sdiag --reset" "exit 0" "failed" FAIL
 		return
 	}
 	RPCB_TR=$(rpcb_now)
@@ -219,7 +237,7 @@ rpcbudget_check() { # PID PORT
 	(while :; do rpcb_now; rpcb_scrape "$port" "$RPCB_DIR/drv" || echo "down"; sleep 1; done >"$RPCB_DIR/scrapes") &
 	driver=$!
 	t=$(rpcb_end)
-	log "rpc budget: window from $(date -d "@$RPCB_TR" +%T) for $(awk -v a="$t" -v b="$RPCB_TR" 'BEGIN {printf "%.1f", a - b}') s; poll interval ${RPCB_P}s, slow ${RPCB_PS}s, user $user ($uid)"
+	log "$RPCB_LABEL: window from $(date -d "@$RPCB_TR" +%T) for $(awk -v a="$t" -v b="$RPCB_TR" 'BEGIN {printf "%.1f", a - b}') s; poll interval ${RPCB_P}s, slow ${RPCB_PS}s, user $user ($uid)"
 	sleep "$(awk -v a="$t" -v b="$(rpcb_now)" 'BEGIN {d = a - b; printf "%.3f", (d > 0 ? d : 0)}')"
 	RPCB_TES=$(rpcb_now)
 	sdiag >"$RPCB_DIR/sdiag.txt" 2>&1
@@ -227,26 +245,26 @@ rpcbudget_check() { # PID PORT
 	cpu1=$(rpcb_cpu_us "$ctld")
 	kill "$driver" 2>/dev/null
 	wait "$driver" 2>/dev/null
-	rpcb_scrape "$port" "$RPCB_DIR/post" || row "rpc budget: /metrics after the window" answers "no answer" FAIL
+	rpcb_scrape "$port" "$RPCB_DIR/post" || row "$RPCB_LABEL: /metrics after the window" answers "no answer" FAIL
 	# G: the longest time between two scrape starts (or from the reset to
 	# the first, or from the last to the read).
 	RPCB_G=$( (echo "$RPCB_TR"; grep -v down "$RPCB_DIR/scrapes"; echo "$RPCB_TES") | awk 'NR > 1 && $1 - p > g {g = $1 - p} {p = $1} END {printf "%.3f\n", g}')
-	[ "$(grep -c down "$RPCB_DIR/scrapes")" = 0 ] || row "rpc budget: every scrape of the window answered" 0 "$(grep -c down "$RPCB_DIR/scrapes") failed" FAIL
+	[ "$(grep -c down "$RPCB_DIR/scrapes")" = 0 ] || row "$RPCB_LABEL: every scrape of the window answered" 0 "$(grep -c down "$RPCB_DIR/scrapes") failed" FAIL
 	rpcb_expect >"$RPCB_DIR/expect"
 	rpcb_sdiag "$RPCB_DIR/sdiag.txt" "by message type" >"$RPCB_DIR/types"
 	rpcb_sdiag "$RPCB_DIR/sdiag.txt" "by user" >"$RPCB_DIR/users"
 	cp "$RPCB_DIR/sdiag.txt" "$OUT/rpcbudget-sdiag.txt" 2>/dev/null
 
-	row "rpc budget: window (sdiag --reset to sdiag), longest scrape gap; poll intervals" - \
+	row "$RPCB_LABEL: window (sdiag --reset to sdiag), longest scrape gap; poll intervals" - \
 		"$(awk -v a="$RPCB_TES" -v b="$RPCB_TR" -v g="$RPCB_G" 'BEGIN {printf "%.1f s, %.1f s", a - b, g}'); ${RPCB_P}s, ${RPCB_PS}s" INFO
-	check_eq "rpc budget: sdiag parsed (its message-type and user tables)" yes \
+	check_eq "$RPCB_LABEL: sdiag parsed (its message-type and user tables)" yes \
 		"$([ -s "$RPCB_DIR/types" ] && [ -s "$RPCB_DIR/users" ] && echo yes || echo "no ($(head -c 200 "$RPCB_DIR/sdiag.txt"))")"
 	while read -r src; do
 		grep -q "^$src .* never-ran$" "$RPCB_DIR/expect" &&
-			row "rpc budget: source $src served before the window" "an age" "never ran" FAIL
+			row "$RPCB_LABEL: source $src served before the window" "an age" "never ran" FAIL
 	done < <(awk '$4 != "-" {print $2}' <<<"$RPCB_TABLE" | sort -u)
 	# Not vacuous: every fast source polled within the window.
-	check_ge "rpc budget: fewest certain polls of a fast source in the window" 1 \
+	check_ge "$RPCB_LABEL: fewest certain polls of a fast source in the window" 1 \
 		"$(awk -v tab="$RPCB_TABLE" 'BEGIN {n = split(tab, l, "\n"); for (i = 1; i <= n; i++) {split(l[i], f, " "); if (f[3] == "fast") fast[f[2]] = 1}}
 			($1 in fast) && (m == "" || $2 < m) {m = $2} END {print m + 0}' "$RPCB_DIR/expect")"
 	other=$(awk -v u="$uid" '$2 != u {s += $3} END {print s + 0}' "$RPCB_DIR/users")
@@ -260,21 +278,21 @@ rpcbudget_check() { # PID PORT
 		read -r lo hi < <(for src in $srcs; do awk -v s="$src" '$1 == s {print $2, $3}' "$RPCB_DIR/expect"; done |
 			awk '{l += $1; h += $2} END {print l + 0, h + 0}')
 		got=$(awk -v t="$tp" '$1 == t {s += $3} END {print s + 0}' "$RPCB_DIR/types")
-		rpcb_range "rpc budget: sdiag $tp (${srcs// /, } polls ${lo}..${hi}, 1 each; other users' RPCs $other)" "$lo" "$((hi + other))" "$got"
+		rpcb_range "$RPCB_LABEL: sdiag $tp (${srcs// /, } polls ${lo}..${hi}, 1 each; other users' RPCs $other)" "$lo" "$((hi + other))" "$got"
 	done
 	read -r lo hi < <(awk -v tab="$RPCB_TABLE" 'BEGIN {n = split(tab, l, "\n"); for (i = 1; i <= n; i++) {split(l[i], f, " "); r[f[2]] = (f[4] == "-" ? 0 : split(f[4], x, ","))}}
 		{lo += $2 * r[$1]; hi += $3 * r[$1]} END {print lo + 0, hi + 0}' "$RPCB_DIR/expect")
-	rpcb_range "rpc budget: sdiag RPCs of $user (uid $uid): the polls times the documented RPCs" "$lo" "$hi" "$u"
+	rpcb_range "$RPCB_LABEL: sdiag RPCs of $user (uid $uid): the polls times the documented RPCs" "$lo" "$hi" "$u"
 	# jobscope's own count of what it ran, times each command's RPCs, is
 	# what slurmctld counted for its user.
 	want=$(join -a2 -e0 -o 0,1.2,2.2 <(awk '$1 == "runs" {print $2, $3}' "$RPCB_DIR/pre" | sort -k1,1) \
 		<(awk '$1 == "runs" {print $2, $3}' "$RPCB_DIR/post" | sort -k1,1) |
 		awk -v tab="$RPCB_TABLE" 'BEGIN {n = split(tab, l, "\n"); for (i = 1; i <= n; i++) {split(l[i], f, " "); if (!(f[1] in r)) r[f[1]] = (f[4] == "-" ? 0 : split(f[4], x, ","))}}
 			{d = $3 - $2; s += d * r[$1]; runs = runs sprintf("%s%s=%d", runs == "" ? "" : " ", $1, d)} END {print s + 0 "|" runs}')
-	check_eq "rpc budget: jobscope_slurm_command_runs_total deltas ($(cut -d'|' -f2 <<<"$want")) x RPCs a run == sdiag's for $user" "${want%%|*}" "$u"
+	check_eq "$RPCB_LABEL: jobscope_slurm_command_runs_total deltas ($(cut -d'|' -f2 <<<"$want")) x RPCs a run == sdiag's for $user" "${want%%|*}" "$u"
 	cpu1=$(awk -v a="${cpu0%% *}" -v b="${cpu1%% *}" -v w="$(awk -v a="$RPCB_TE" -v b="$RPCB_TR" 'BEGIN {print a - b}')" \
 		'BEGIN {printf "%.3f s in %.1f s", (b - a) / 1e6, w}')
-	row "rpc budget: slurmctld CPU time over the window (${cpu0#* })" - "$cpu1" INFO
-	log "rpc budget: expected polls (source lo hi): $(paste -sd, "$RPCB_DIR/expect"); by user: $(awk '{print $1 "=" $3}' "$RPCB_DIR/users" | paste -sd' ' -)"
+	row "$RPCB_LABEL: slurmctld CPU time over the window (${cpu0#* })" - "$cpu1" INFO
+	log "$RPCB_LABEL: expected polls (source lo hi): $(paste -sd, "$RPCB_DIR/expect"); by user: $(awk '{print $1 "=" $3}' "$RPCB_DIR/users" | paste -sd' ' -)"
 	rm -rf "$RPCB_DIR"
 }

@@ -33,6 +33,68 @@ SACCT_FMT=JobIDRaw,State,Partition,Account,End
 SACCT_STATES=BF,CA,CD,DL,F,NF,OOM,PR,TO
 SQUEUE_FMT='%i|%A|%F|%K|%j|%T|%r|%P|%u|%U|%a|%q|%C|%D|%m|%b|%l|%M|%L|%V|%S|%e|%N|%Q'
 
+# slurmrestd (jobscope's --slurm.source=slurmrestd) on a unix socket with
+# rest_auth/local. It refuses to run as root or SlurmUser (or their groups),
+# so it runs as a user of its own, and is asked as that user.
+RESTD_USER=jsrestd
+RESTD_SOCK=/run/jsrestd/slurmrestd.sock
+RESTD_VERSIONS=""
+as_restd() { setpriv --reuid="$RESTD_USER" --regid="$RESTD_USER" --init-groups "$@"; }
+restd_start() {
+	local v
+	command -v slurmrestd >/dev/null || { log "no slurmrestd in this image"; return 0; }
+	id "$RESTD_USER" >/dev/null 2>&1 || useradd --system --user-group --no-create-home --shell /usr/sbin/nologin "$RESTD_USER"
+	install -d -m 0750 -o "$RESTD_USER" -g "$RESTD_USER" "$(dirname "$RESTD_SOCK")"
+	setsid setpriv --reuid="$RESTD_USER" --regid="$RESTD_USER" --init-groups \
+		slurmrestd -a rest_auth/local "unix:$RESTD_SOCK" >/var/log/slurm/slurmrestd.log 2>&1 </dev/null &
+	wait_for 60 slurmrestd test -S "$RESTD_SOCK" || { log "slurmrestd did not start: $(tail -3 /var/log/slurm/slurmrestd.log)"; return 0; }
+	# Every data_parser version it answers (newer ones than jobscope knows
+	# included, to see them coming).
+	for v in v0.0.36 v0.0.37 v0.0.38 v0.0.39 v0.0.40 v0.0.41 v0.0.42 v0.0.43 v0.0.44 v0.0.45 v0.0.46; do
+		[ "$(restd_code /dev/null "/slurm/$v/ping")" = 200 ] && RESTD_VERSIONS+=" $v"
+	done
+	echo "${RESTD_VERSIONS# }" >"$OUT/restd-versions.txt"
+	printf 'file\thttp\tms\turl\n' >"$OUT/restd-status.tsv"
+	log "slurmrestd $(slurmrestd -V 2>&1) answers:$RESTD_VERSIONS"
+}
+# restd_code FILE PATH: GET PATH as RESTD_USER, the body to FILE, the HTTP
+# status printed.
+restd_code() {
+	# The body goes through stdout into a file this shell opens: RESTD_USER
+	# may not write into $OUT.
+	# shellcheck disable=SC2069 # the status (stderr) to the caller, the body to FILE
+	as_restd curl -sS --max-time 60 --unix-socket "$RESTD_SOCK" -w '%{stderr}%{http_code}' "http://slurmrestd$2" 2>&1 >"$1"
+}
+# rcap FILE PATH: restd_code into $OUT/FILE, logged in restd-status.tsv.
+rcap() {
+	local t code
+	t=$(date +%s%N)
+	code=$(restd_code "$OUT/$1" "$2")
+	printf '%s\t%s\t%s\t%s\n' "$1" "$code" "$((($(date +%s%N) - t) / 1000000))" "$2" >>"$OUT/restd-status.tsv"
+}
+# restd WHEN: /jobs, /nodes, /diag of every version, then a conditional
+# /jobs with the full answer's last_update (now where it prints none).
+restd() {
+	local w=$1 v p since
+	for v in $RESTD_VERSIONS; do
+		for p in jobs nodes diag; do rcap "restd-$p-$v-$w.json" "/slurm/$v/$p"; done
+		since=$(jq -r '.last_update // empty | if type == "object" then .number else . end' "$OUT/restd-jobs-$v-$w.json" 2>/dev/null)
+		rcap "restd-jobs-since-$v-$w.json" "/slurm/$v/jobs?update_time=${since:-$(date +%s)}"
+	done
+}
+# restd_who: who rest_auth/local lets in besides slurmrestd's own user:
+# root, and another user, on a socket opened to all for these two requests.
+restd_who() {
+	local v=${RESTD_VERSIONS##* }
+	[ -n "$v" ] || return 0
+	chmod 0711 "$(dirname "$RESTD_SOCK")"
+	chmod 0666 "$RESTD_SOCK"
+	printf '(root)\t%s\t-\t/slurm/%s/ping\n' "$(curl -sS --max-time 60 --unix-socket "$RESTD_SOCK" -o /dev/null -w '%{http_code}' "http://slurmrestd/slurm/$v/ping" 2>&1 | tr '\n' ' ')" "$v" >>"$OUT/restd-status.tsv"
+	printf '(alice)\t%s\t-\t/slurm/%s/ping\n' "$(runuser -u alice -- curl -sS --max-time 60 --unix-socket "$RESTD_SOCK" -o /dev/null -w '%{http_code}' "http://slurmrestd/slurm/$v/ping" 2>&1 | tr '\n' ' ')" "$v" >>"$OUT/restd-status.tsv"
+	chmod 0750 "$(dirname "$RESTD_SOCK")"
+	chmod 0600 "$RESTD_SOCK"
+}
+
 # commands WHEN: every command jobscope runs (slurmcli/), and those its
 # engineers need to read (scontrol show job -d, res, lic, SLUIDs).
 commands() {
@@ -43,6 +105,8 @@ commands() {
 	cap "squeue-default-$w.txt" squeue -a
 	cap "squeue-O-jobid-sluid-$w.txt" squeue -a -r -O JobID,Sluid,ArrayJobID,ArrayTaskID,State,Reason
 	cap "sinfo-$w.json" sinfo --json
+	# slurmrestd's answers of the same moment.
+	restd "$w"
 	cap "sinfo-default-$w.txt" sinfo
 	cap "sinfo-N-$w.txt" sinfo -N -l
 	cap "sinfo-R-$w.txt" sinfo -R
@@ -162,6 +226,8 @@ wait_for 60 node2 sh -c "sinfo -h -n node2 -o %T | grep -qx idle" || log "node2 
 scontrol update nodename=node2 state=drain reason="disk replaced, burn-in pending"
 setup_users
 write_jobs
+restd_start
+restd_who
 mkdir -p "$OUT/etc"
 cp "$SLURM_ETC"/slurm.conf "$SLURM_ETC"/cgroup.conf "$OUT/etc/"
 log "cluster up: $(sinfo -h -N -o '%N %T' | paste -sd' ' -)"
@@ -253,4 +319,5 @@ sleep 5
 commands after
 [ "$NATIVE" = yes ] && metrics after
 cp /var/log/slurm/*.log "$OUT/" 2>/dev/null
+cp /var/log/slurm/slurmrestd.log "$OUT/logs-slurmrestd.log" 2>/dev/null
 log "done"

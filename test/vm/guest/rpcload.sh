@@ -25,6 +25,11 @@
 #               by two Prometheus servers (one scrape config each): scraped
 #               as the native endpoint is, so the CPU comparison is this
 #               phase against the next
+#   restd       the controller unit again, its jobs and nodes from slurmrestd
+#               (--slurm.source=slurmrestd): slurmrestd on a unix socket
+#               with rest_auth/local, run as the unit's user (jobscope), so
+#               slurmctld counts its RPCs under that user too; scraped as
+#               the jobscope phase is. slurmrestd's own CPU is its unit's
 #   native      slurmctld's MetricsType=metrics/openmetrics endpoint, its five
 #               paths scraped every RPC_INTERVAL by two Prometheus servers
 #               started the same way
@@ -34,7 +39,8 @@
 #               CPU figures carry the scrapers' own load, which a busy TCG
 #               guest charges to every process, slurmctld included
 #   idle-end    nothing scrapes, again
-# Above idle is against the two idle phases interpolated to each phase's
+# (Phases run in this order: idle jobscope restd native jobscope-20
+# idle-end.) Above idle is against the two idle phases interpolated to each phase's
 # middle: slurmctld's own activity drifts (jobs running longer, its
 # periodic work), and a straight line through both ends takes that out of
 # every phase alike. jobscope and native run back to back, next to each
@@ -165,6 +171,31 @@ ctl_phase jobscope
 prom_stop jobscope
 systemctl stop jobscope-controller
 
+# restd: the same unit reading jobs and nodes from slurmrestd, which runs
+# as the unit's user (it refuses root and SlurmUser; rest_auth/local lets
+# in its own uid and root).
+RESTD_SOCK=/run/jobscope-restd/slurmrestd.sock
+install -d -m 0750 -o jobscope -g "$(id -gn jobscope)" "$(dirname "$RESTD_SOCK")"
+systemd-run --unit=vmtest-slurmrestd -p User=jobscope -p Group="$(id -gn jobscope)" \
+	"$(command -v slurmrestd)" -a rest_auth/local "unix:$RESTD_SOCK" >/dev/null || die "slurmrestd did not start"
+need 60 "slurmrestd answers" curl -fsS -o /dev/null --unix-socket "$RESTD_SOCK" http://slurmrestd/slurm/v0.0.44/ping
+printf '[Service]\nExecStart=\nExecStart=%s --slurm.poll-interval=%ss --slurm.source=slurmrestd --slurm.restd.url=unix://%s\n' \
+	"$(unit_execstart "$SRC/contrib/systemd/jobscope-controller.service")" "$INTERVAL" "$RESTD_SOCK" \
+	>"$UNIT_DIR/jobscope-controller.service.d/vmtest.conf"
+systemctl daemon-reload
+start_ctl
+prom_start restd ctl
+r0=$(cpu_us vmtest-slurmrestd.service)
+ctl_phase restd
+echo "$(($(cpu_us vmtest-slurmrestd.service) - r0))" >"$OUT/cpu-slurmrestd.txt"
+prom_stop restd
+journalctl -b --no-pager -o short-monotonic -u jobscope-controller >"$OUT/jobscope-controller-restd.log" 2>&1
+systemctl stop jobscope-controller vmtest-slurmrestd
+printf '[Service]\nExecStart=\nExecStart=%s --slurm.poll-interval=%ss\n' \
+	"$(unit_execstart "$SRC/contrib/systemd/jobscope-controller.service")" "$INTERVAL" \
+	>"$UNIT_DIR/jobscope-controller.service.d/vmtest.conf"
+systemctl daemon-reload
+
 # The native endpoint as a scraper sees it: status, size, first lines.
 for e in $NATIVE_PATHS; do
 	code=$(curl -sS -o "$OUT/native-$e.txt" -w '%{http_code} %{size_download}' --max-time 30 "http://$NODE:6817/metrics/$e")
@@ -217,7 +248,7 @@ runs() {
 # The jobs are done with: cancelled now, the VM powers off sooner.
 QUEUE=$(squeue -h -o %T | sort | uniq -c | paste -sd' ' -)
 scancel -u alice
-PHASES="idle jobscope native jobscope-20 idle-end"
+PHASES="idle jobscope restd native jobscope-20 idle-end"
 # All phases' rows as "phase kind name count time_us" for the summary:
 # slurmctld's (sdiag) and slurmdbd's (sacctmgr show stats, dbd*).
 for ph in $PHASES; do
@@ -230,6 +261,7 @@ done >"$OUT/rpcs.txt"
 	echo "VM $VM: Slurm $(slurmd -V | awk '{print $2}'), kernel $(uname -r), $(nproc) vCPUs (TCG); RPCs seen by slurmctld (sdiag) in each phase of $POLLS intervals of $INTERVAL s ($WINDOW s), in this order: $PHASES"
 	echo "queue during the phases: $QUEUE"
 	echo "jobscope phase: 2 Prometheus x /metrics every $INTERVAL s;$(cat "$OUT/prom-jobscope.txt") commands jobscope ran (its own counter): $(runs jobscope)"
+	echo "restd phase: 2 Prometheus x /metrics every $INTERVAL s;$(cat "$OUT/prom-restd.txt") commands and requests jobscope ran (its own counter): $(runs restd); slurmrestd's own CPU: $(awk '{printf "%.2f s", $1 / 1e6}' "$OUT/cpu-slurmrestd.txt")"
 	echo "native phase: 2 Prometheus x 5 paths every $INTERVAL s;$(cat "$OUT/prom-native.txt")"
 	echo "jobscope-20 phase: $SCRAPERS scrapers, $SCRAPES scrapes of /metrics in all; commands jobscope ran (its own counter): $(runs jobscope-20)"
 	echo "native endpoint at the start of the native phase:"
@@ -245,7 +277,7 @@ done >"$OUT/rpcs.txt"
 			a = t0["idle"] + el["idle"] * 500; b = t0["idle-end"] + el["idle-end"] * 500
 			for (i = 1; i <= np; i++) at[ph[i]] = b > a ? (t0[ph[i]] + el[ph[i]] * 500 - a) / (b - a) : 0
 			# Measured phases: the per-minute columns.
-			nm = split("jobscope native jobscope-20", mp, " ")
+			nm = split("jobscope restd native jobscope-20", mp, " ")
 		}
 		{ cnt[$1, $2, $3] = $4; tm[$1, $2, $3] = $5; seen[$2, $3] = 1; cnt[$1, $2, "TOTAL"] += $4; tm[$1, $2, "TOTAL"] += $5 }
 		# above(v, p): v[p] a minute, less the idle phases interpolated to p.
@@ -314,6 +346,9 @@ done >"$OUT/rpcs.txt"
 			c2 = above(ctl["native"], "native", ctl["idle"], ctl["idle-end"]) / 1e6
 			printf "\nslurmctld CPU a minute above idle, jobscope (2 Prometheus) against native: %.2f s against %.2f s: %s\n", c1, c2,
 				c1 <= c2 ? "jobscope at or below native" : sprintf("jobscope ABOVE native by %.2f s", c1 - c2)
+			c3 = above(ctl["restd"], "restd", ctl["idle"], ctl["idle-end"]) / 1e6
+			printf "slurmctld CPU a minute above idle, jobscope with slurmrestd (2 Prometheus) against native: %.2f s against %.2f s: %s\n", c3, c2,
+				c3 <= c2 ? "restd at or below native" : sprintf("restd ABOVE native by %.2f s", c3 - c2)
 			# jobscope polls when a scrape finds the last poll an interval
 			# old or more: 20 scrapers a second poll every interval, two
 			# Prometheus servers scraping every interval poll every one to
