@@ -178,8 +178,10 @@ cleanup_vms
 
 FAIL=0
 collect
+declare -A RC
 for n in ctl c1 c2; do
 	rc=$(grep -a -o 'VMTEST-END rc=[0-9]*' "$WORK/$n/serial.log" | tail -1 | cut -d= -f2)
+	RC[$n]=${rc:-none}
 	[ "${rc:-x}" = 0 ] || FAIL=1
 	if [ -s "$WORK/$n/out/table.txt" ]; then
 		printf '\n=== %s: %s s wall, guest rc=%s ===\n' "$n" "${TOOK[$n]:-killed}" "${rc:-none}"
@@ -193,8 +195,7 @@ done
 # wrote no table.
 printf '\n=== site summary ===\n'
 for n in ctl c1 c2; do
-	rc=$(grep -a -o 'VMTEST-END rc=[0-9]*' "$WORK/$n/serial.log" | tail -1 | cut -d= -f2)
-	printf '%s: %s s wall, guest rc=%s\n' "$n" "${TOOK[$n]:-killed}" "${rc:-none}"
+	printf '%s: %s s wall, guest rc=%s\n' "$n" "${TOOK[$n]:-killed}" "${RC[$n]}"
 	if [ -s "$WORK/$n/out/table.txt" ]; then
 		grep -a -E ' (FAIL|SKIP)$' "$WORK/$n/out/table.txt" | sed "s/^/  /"
 	else

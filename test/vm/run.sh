@@ -29,9 +29,6 @@
 #   JOBSCOPE_VM_EXTRA_PACKAGES  packages for images derived from the suite's
 #                           (image-plus.sh); --capture and rpcload.sh add
 #                           slurmrestd, which they measure
-#   JOBSCOPE_VM_EXTRA_PACKAGES  more packages in the images (image.sh);
-#                           --capture and rpcload.sh add slurmrestd, which
-#                           they measure
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)

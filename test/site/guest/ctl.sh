@@ -145,9 +145,10 @@ restd_budget() {
 	# Polls start with scrapes: scrape until both slurmrestd sources have
 	# answered (every other source polls at the same first scrapes).
 	restd_served() {
-		curl -fsS --max-time 20 "http://127.0.0.1:$CTL_PORT/metrics" 2>/dev/null |
-			awk '/^jobscope_slurm_up\{source="(jobs|nodes)"\} 1$/ {n++} END {exit n != 2}' &&
-			curl -fsS --max-time 20 "http://127.0.0.1:$CTL_PORT/metrics" | grep -q '^jobscope_slurm_command_runs_total{command="slurmrestd:jobs"}'
+		curl -fsS --max-time 20 "http://127.0.0.1:$CTL_PORT/metrics" 2>/dev/null | awk '
+			/^jobscope_slurm_up\{source="(jobs|nodes)"\} 1$/ {up++}
+			/^jobscope_slurm_command_runs_total\{command="slurmrestd:jobs"\}/ {asked = 1}
+			END {exit !(up == 2 && asked)}'
 	}
 	wait_for 120 "the controller unit on slurmrestd" restd_served
 	runs=$(curl -fsS --max-time 20 "http://127.0.0.1:$CTL_PORT/metrics" | awk '/^jobscope_slurm_command_runs_total\{command="slurmrestd:(jobs|nodes)"\}/ {n++} END {print n + 0}')
